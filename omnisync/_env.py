@@ -1,0 +1,47 @@
+"""The one place omnisync reads environment variables.
+
+Arguments always win; these are read only when an argument was left out.
+"""
+
+from __future__ import annotations
+
+import os
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def _get(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value if value else None
+
+
+def database_url() -> str | None:
+    return _get("DATABASE_URL")
+
+
+def redis_url() -> str | None:
+    return _get("REDIS_URL")
+
+
+def mongodb_uri() -> str | None:
+    return _get("MONGODB_URI")
+
+
+def mongodb_db_name() -> str:
+    return _get("MONGODB_DB_NAME") or "omnisync"
+
+
+def mongodb_collection() -> str:
+    return _get("MONGODB_COLLECTION") or "messages"
+
+
+def redis_prefix() -> str:
+    return _get("OMNISYNC_REDIS_PREFIX") or "omnisync"
+
+
+def openai_base_url() -> str:
+    return _get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+
+
+def openai_api_key() -> str | None:
+    return _get("OPENAI_API_KEY")

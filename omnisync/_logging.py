@@ -1,0 +1,6 @@
+"""The package logger. omnisync never prints; turn logging on to see its warnings."""
+
+import logging
+
+logger = logging.getLogger("omnisync")
+logger.addHandler(logging.NullHandler())

@@ -1,0 +1,140 @@
+"""Every error omnisync raises, drawn once.
+
+    OmnisyncError
+    ├── ConfigurationError (also ValueError)    a bad argument or setting, raised when it is given
+    ├── MissingDependencyError (also ImportError) an optional extra is not installed
+    ├── StoreError                               a memory store could not read or write
+    ├── ModelError                               the model endpoint did not give an answer
+    │   ├── ModelConnectionError                 no HTTP response at all
+    │   │   └── ModelTimeoutError
+    │   ├── ModelResponseError                   a response that is not a chat completion
+    │   └── ModelStatusError                     an HTTP error status
+    │       ├── BadRequestError                  400
+    │       ├── AuthenticationError              401
+    │       ├── PermissionDeniedError            403
+    │       ├── NotFoundError                    404
+    │       ├── ConflictError                    409
+    │       ├── UnprocessableEntityError         422
+    │       ├── RateLimitError                   429
+    │       └── InternalServerError              500 and above
+    └── RunError                                 a durable run cannot do what was asked
+        ├── RunNotFoundError (also KeyError)
+        ├── RunConflictError                     another process changed or holds the run
+        └── RunStateError                        the run is not in a state that allows it
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class OmnisyncError(Exception):
+    """Base class of every omnisync error."""
+
+
+class ConfigurationError(OmnisyncError, ValueError):
+    """An argument or setting is not allowed; the message says what is."""
+
+
+class MissingDependencyError(OmnisyncError, ImportError):
+    """An optional dependency is missing; the message names the pip install line."""
+
+
+class StoreError(OmnisyncError):
+    """A memory store failed to read or write; nothing is returned in place of the data."""
+
+
+class ModelError(OmnisyncError):
+    """The model endpoint did not produce a usable answer."""
+
+
+class ModelConnectionError(ModelError):
+    """The request reached no server, or the connection broke before a response."""
+
+
+class ModelTimeoutError(ModelConnectionError):
+    """The server did not answer within the timeout."""
+
+
+class ModelResponseError(ModelError):
+    """The server answered 2xx with something that is not a chat completion."""
+
+
+class ModelStatusError(ModelError):
+    """The server answered with an HTTP error status."""
+
+    def __init__(self, message: str, *, status_code: int, request_id: str | None, body: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.request_id = request_id
+        self.body = body
+
+
+class BadRequestError(ModelStatusError):
+    """400: the server refused the request as malformed."""
+
+
+class AuthenticationError(ModelStatusError):
+    """401: the API key is missing or wrong."""
+
+
+class PermissionDeniedError(ModelStatusError):
+    """403: the key may not use this model or endpoint."""
+
+
+class NotFoundError(ModelStatusError):
+    """404: no such model or endpoint."""
+
+
+class ConflictError(ModelStatusError):
+    """409: the server reported a conflict."""
+
+
+class UnprocessableEntityError(ModelStatusError):
+    """422: the server could not process the request."""
+
+
+class RateLimitError(ModelStatusError):
+    """429: too many requests, or the quota is used up."""
+
+
+class InternalServerError(ModelStatusError):
+    """500 and above: the server failed."""
+
+
+STATUS_ERRORS: dict[int, type[ModelStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+
+def status_error_class(status_code: int) -> type[ModelStatusError]:
+    """The ModelStatusError subclass for an HTTP status."""
+    if status_code >= 500:
+        return InternalServerError
+    return STATUS_ERRORS.get(status_code, ModelStatusError)
+
+
+class RunError(OmnisyncError):
+    """A durable run cannot do what was asked."""
+
+
+class RunNotFoundError(RunError, KeyError):
+    """No run with that id for this agent in its store."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class RunConflictError(RunError):
+    """Another process changed the run first, or holds its lease."""
+
+
+class RunStateError(RunError):
+    """The run's status does not allow this (resuming a finished run, approving an unknown call)."""

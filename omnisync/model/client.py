@@ -1,0 +1,163 @@
+"""POST {base_url}/chat/completions with requests: a session per thread, timeouts, retries."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from .._logging import logger
+from ..errors import (
+    ModelConnectionError,
+    ModelResponseError,
+    ModelTimeoutError,
+    status_error_class,
+)
+from .config import ModelConfig
+from .retry import retry_after_seconds, retrying
+
+USER_AGENT = "omnisync/0.1"
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What the agent needs from a chat completion."""
+
+    content: str | None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    model: str | None = None
+    id: str | None = None
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message as it goes back into the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+        return message
+
+
+class ChatClient:
+    """A blocking Chat Completions client; safe to share between threads."""
+
+    def __init__(self, config: ModelConfig, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.config = config
+        self._sleep = sleep
+        self._local = threading.local()
+        self._sessions: list[requests.Session] = []
+        self._sessions_lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"{self.config.base_url}/chat/completions"
+
+    def _session(self) -> requests.Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = requests.Session()
+            session.headers["User-Agent"] = USER_AGENT
+            if self.config.api_key:
+                session.headers["Authorization"] = f"Bearer {self.config.api_key}"
+            self._local.session = session
+            with self._sessions_lock:
+                self._sessions.append(session)
+        return session
+
+    def request_body(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = None,
+        **overrides: Any,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.config.model, "messages": list(messages)}
+        body.update(self.config.sampling)
+        body.update({k: v for k, v in overrides.items() if v is not None})
+        if tools:
+            body["tools"] = list(tools)
+            body.setdefault("tool_choice", "auto")
+        return body
+
+    def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = None,
+        **overrides: Any,
+    ) -> Completion:
+        """One chat completion, retried by the rules in :mod:`omnisync.model.retry`."""
+        body = self.request_body(messages, tools, **overrides)
+        for attempt in retrying(self.config.max_retries, self._sleep):
+            with attempt:
+                return parse_completion(self._post(body))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = self._session().post(self.url, json=body, timeout=self.config.timeout)
+        except requests.Timeout as exc:
+            raise ModelTimeoutError(f"{self.url} did not answer within {self.config.timeout:g} s") from exc
+        except requests.RequestException as exc:
+            raise ModelConnectionError(f"could not reach {self.url}: {exc}") from exc
+        if response.status_code >= 400:
+            raise _status_error(response)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ModelResponseError(f"{self.url} answered {response.status_code} with a body that is not JSON") from exc
+
+    def close(self) -> None:
+        with self._sessions_lock:
+            sessions, self._sessions = self._sessions, []
+        for session in sessions:
+            session.close()
+        self._local = threading.local()
+
+
+def _status_error(response: requests.Response) -> Exception:
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    detail = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(detail, dict):
+        detail = detail.get("message") or detail
+    request_id = response.headers.get("x-request-id")
+    message = f"{response.request.method} {response.url} answered {response.status_code}: {detail}"
+    if request_id:
+        message += f" (request id {request_id})"
+    error = status_error_class(response.status_code)(
+        message, status_code=response.status_code, request_id=request_id, body=body
+    )
+    error.retry_after = retry_after_seconds(response.headers.get("retry-after"))  # type: ignore[attr-defined]
+    logger.debug("model call failed: %s", message)
+    return error
+
+
+def parse_completion(body: Any) -> Completion:
+    """Read a CreateChatCompletionResponse, accepting servers that leave optional fields out."""
+    try:
+        choice = body["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ModelResponseError(f"the response has no choices[0].message: {str(body)[:200]}") from exc
+    tool_calls = [
+        {
+            "id": call["id"],
+            "type": call.get("type", "function"),
+            "function": {"name": call["function"]["name"], "arguments": call["function"].get("arguments") or "{}"},
+        }
+        for call in message.get("tool_calls") or []
+    ]
+    usage = body.get("usage") or {}
+    return Completion(
+        content=message.get("content"),
+        tool_calls=tool_calls,
+        finish_reason=choice.get("finish_reason"),
+        usage={k: int(usage[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens") if isinstance(usage.get(k), int)},
+        model=body.get("model"),
+        id=body.get("id"),
+    )

@@ -1,0 +1,63 @@
+"""When a model request is tried again, and how long to wait: the rules as data."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from email.utils import parsedate_to_datetime
+from datetime import datetime, timezone
+
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from ..errors import ModelConnectionError, ModelStatusError
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+RETRY_AFTER_CAP = 30.0
+BACKOFF_INITIAL = 0.5
+BACKOFF_MAX = 8.0
+
+
+def should_retry(error: BaseException) -> bool:
+    """Connection errors, timeouts, 408, 409, 429 and 5xx; never another 4xx."""
+    if isinstance(error, ModelConnectionError):
+        return True
+    if isinstance(error, ModelStatusError):
+        return error.status_code in RETRY_STATUSES or error.status_code >= 500
+    return False
+
+
+def retry_after_seconds(header: str | None) -> float | None:
+    """Seconds asked for by a Retry-After header (a number or an HTTP date), or None."""
+    if not header:
+        return None
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def wait_seconds(state: RetryCallState) -> float:
+    """The server's Retry-After when it gives one (up to a cap), else jittered exponential backoff."""
+    error = state.outcome.exception() if state.outcome else None
+    asked = getattr(error, "retry_after", None)
+    if asked is not None and asked <= RETRY_AFTER_CAP:
+        return asked
+    backoff = min(BACKOFF_MAX, BACKOFF_INITIAL * 2 ** (state.attempt_number - 1))
+    return backoff * (0.75 + random.random() / 4)
+
+
+def retrying(max_retries: int, sleep: Callable[[float], None]) -> Retrying:
+    return Retrying(
+        stop=stop_after_attempt(max_retries + 1),
+        wait=wait_seconds,
+        retry=retry_if_exception(should_retry),
+        sleep=sleep,
+        reraise=True,
+    )

@@ -1,0 +1,81 @@
+"""The record a run keeps in the memory store: its state, never a copy of the history."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+RUNNING = "running"
+AWAITING_APPROVAL = "awaiting_approval"
+AWAITING_BUDGET = "awaiting_budget"
+COMPLETED = "completed"
+FAILED = "failed"
+CANCELLED = "cancelled"
+
+RUN_STATUSES = (RUNNING, AWAITING_APPROVAL, AWAITING_BUDGET, COMPLETED, FAILED, CANCELLED)
+PAUSED_STATUSES = (AWAITING_APPROVAL, AWAITING_BUDGET)
+FINISHED_STATUSES = (COMPLETED, FAILED, CANCELLED)
+
+_TIME_FIELDS = ("created_at", "updated_at", "finished_at", "expires_at", "lease_until")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run's state. ``version`` grows by one on every save (compare-and-set)."""
+
+    run_id: str
+    agent: str
+    session_id: str
+    status: str = RUNNING
+    step: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    tool_calls_made: int = 0
+    pending_calls: list[dict[str, Any]] = field(default_factory=list)
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    budget: dict[str, int | None] = field(default_factory=dict)
+    budget_request: dict[str, Any] | None = None
+    loaded_seq: tuple[int, int] | None = None
+    first_written_seq: int | None = None
+    response: str | None = None
+    error: str | None = None
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    finished_at: datetime | None = None
+    expires_at: datetime | None = None
+    version: int = 0
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+    def evolve(self, **changes: Any) -> "RunRecord":
+        return replace(self, **changes)
+
+    def to_record(self) -> dict[str, Any]:
+        record = asdict(self)
+        for name in _TIME_FIELDS:
+            value = getattr(self, name)
+            record[name] = value.isoformat() if value else None
+        record["loaded_seq"] = list(self.loaded_seq) if self.loaded_seq else None
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "RunRecord":
+        values = {name: record[name] for name in cls.__dataclass_fields__ if name in record}
+        for name in _TIME_FIELDS:
+            if isinstance(values.get(name), str):
+                values[name] = datetime.fromisoformat(values[name])
+        if values.get("loaded_seq"):
+            values["loaded_seq"] = tuple(values["loaded_seq"])
+        return cls(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_record(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "RunRecord":
+        return cls.from_record(json.loads(text))

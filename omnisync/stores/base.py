@@ -1,0 +1,181 @@
+"""The memory store contract every backend implements.
+
+A store keeps messages per (agent, session_id), ordered by ``seq``, and the agent's run
+records. Backends implement the abstract primitives; the window rules (bounds, token
+budgets, never splitting a tool exchange) are written once here, on top of
+:meth:`MemoryStore.latest`, so every backend behaves alike.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar
+
+from ..messages import Message
+from ..run_record import RunRecord
+
+SEQ_STEP = 2
+"""Messages take seq 2, 4, 6, ...; a summary of messages up to s takes s + 1."""
+
+_TOKEN_PAGE = 256
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One session of one agent, as :meth:`MemoryStore.sessions` lists it."""
+
+    agent: str
+    session_id: str
+    message_count: int
+    last_activity: datetime | None
+
+
+class MemoryStore(ABC):
+    """Where messages and run records live. Every method raises on failure.
+
+    A read that cannot be done raises (a :class:`~omnisync.errors.StoreError` or the
+    driver's own error); no method ever answers an empty history in place of an error.
+    """
+
+    kind: ClassVar[str]
+
+    # --- messages -------------------------------------------------------------------
+
+    @abstractmethod
+    def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        """Write ``messages`` as one atomic step and return them with ``seq`` and ``created_at``.
+
+        ``seq`` is assigned inside the write: the next even numbers after the session's last,
+        strictly increasing even when several processes append to one session at once.
+        """
+
+    @abstractmethod
+    def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
+        """Up to ``limit`` active messages with ``seq < before_seq``, newest first.
+
+        One bounded, indexed read: its cost depends on ``limit``, not on the session's length.
+        """
+
+    @abstractmethod
+    def history(self, agent: str, session_id: str, include_inactive: bool = False) -> list[Message]:
+        """Every active message of the session (with ``include_inactive``, every stored one), oldest first."""
+
+    @abstractmethod
+    def clear(self, agent: str, session_id: str | None = None) -> int:
+        """Delete one session of ``agent`` (or, with no id, all of its sessions); return how many messages went.
+
+        An id that does not exist deletes nothing. Run records are not touched.
+        """
+
+    @abstractmethod
+    def sessions(self, agent: str | None = None) -> list[SessionInfo]:
+        """The sessions that hold messages, of one agent or of all, with counts and last activity."""
+
+    @abstractmethod
+    def fold(
+        self,
+        agent: str,
+        session_id: str,
+        summary: Message,
+        *,
+        first_seq: int,
+        last_seq: int,
+        expected_count: int,
+        delete: bool,
+    ) -> Message | None:
+        """Replace the active messages in ``[first_seq, last_seq]`` by ``summary``, atomically.
+
+        A compare-and-set: it happens only if exactly ``expected_count`` messages are active in
+        that range (so a fold another process already made is not made twice); otherwise
+        nothing changes and it returns None. The summary is written with ``seq = last_seq + 1``.
+        The folded messages are marked inactive, or with ``delete`` removed, in the same write.
+        """
+
+    # --- runs -----------------------------------------------------------------------
+
+    @abstractmethod
+    def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
+        """Save ``record`` and return it with its new version.
+
+        ``expected_version=None`` creates it (and fails if it exists); otherwise the save
+        happens only if the stored version is still ``expected_version``. A failed
+        compare-and-set raises :class:`~omnisync.errors.RunConflictError`. A record with
+        ``expires_at`` may be expired by the backend itself (Redis expiry, a MongoDB TTL index).
+        """
+
+    @abstractmethod
+    def load_run(self, agent: str, run_id: str) -> RunRecord | None:
+        """The run record, or None if there is none."""
+
+    @abstractmethod
+    def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
+        """This agent's run records, oldest first, optionally of one status or session."""
+
+    @abstractmethod
+    def prune_runs(self, agent: str, finished_before: datetime) -> int:
+        """Delete this agent's finished runs that finished before ``finished_before``; return how many."""
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connections this store owns. A store keeps them open until then."""
+
+    # --- written once for every backend ---------------------------------------------
+
+    def window(
+        self,
+        agent: str,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_tokens: int | None = None,
+    ) -> list[Message]:
+        """The most recent active messages within the bounds, oldest first.
+
+        Never starts inside a tool exchange: tool results whose assistant call fell outside
+        the bounds are left out too. The token bound reads pages of stored token counts, so
+        its cost follows the window's size, not the session's.
+        """
+        if max_tokens is None:
+            if max_messages is None:
+                raise ValueError("window() needs max_messages or max_tokens")
+            newest_first = self.latest(agent, session_id, max_messages)
+        else:
+            newest_first = self._token_window(agent, session_id, max_tokens, max_messages)
+        return drop_orphan_tool_results(list(reversed(newest_first)))
+
+    def _token_window(self, agent: str, session_id: str, max_tokens: int, max_messages: int | None) -> list[Message]:
+        chosen: list[Message] = []
+        spent = 0
+        before: int | None = None
+        while True:
+            room = _TOKEN_PAGE if max_messages is None else min(_TOKEN_PAGE, max_messages - len(chosen))
+            if room <= 0:
+                return chosen
+            page = self.latest(agent, session_id, room, before_seq=before)
+            for message in page:
+                spent += max(message.tokens, 1)
+                if spent > max_tokens:
+                    return chosen
+                chosen.append(message)
+            if len(page) < room:
+                return chosen
+            before = page[-1].seq
+
+    def __enter__(self) -> "MemoryStore":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def drop_orphan_tool_results(oldest_first: list[Message]) -> list[Message]:
+    """Drop leading tool results: their assistant call is not in the window."""
+    start = 0
+    while start < len(oldest_first) and oldest_first[start].is_tool_result:
+        start += 1
+    return oldest_first[start:]

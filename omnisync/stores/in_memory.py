@@ -1,0 +1,155 @@
+"""The in-process store: dicts behind one lock, gone when the process ends."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from ..errors import RunConflictError
+from ..messages import ACTIVE, INACTIVE, Message, utcnow
+from ..run_record import RunRecord
+from .base import SEQ_STEP, MemoryStore, SessionInfo
+
+
+@dataclass
+class _Session:
+    messages: list[Message] = field(default_factory=list)  # every stored message, by seq
+    seqs: list[int] = field(default_factory=list)  # their seqs, for bisect
+    last_seq: int = 0
+
+    def replace_all(self, messages: list[Message]) -> None:
+        self.messages = messages
+        self.seqs = [m.seq for m in messages]  # type: ignore[misc]
+
+
+class InMemoryStore(MemoryStore):
+    """Messages and runs in this process. Safe to share between threads."""
+
+    kind = "in_memory"
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._sessions: dict[tuple[str, str], _Session] = {}
+        self._runs: dict[tuple[str, str], RunRecord] = {}
+
+    def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        now = utcnow()
+        with self._lock:
+            session = self._sessions.setdefault((agent, session_id), _Session())
+            written = []
+            for message in messages:
+                session.last_seq += SEQ_STEP
+                written.append(message.placed(agent=agent, session_id=session_id, seq=session.last_seq, created_at=now))
+            session.messages.extend(written)
+            session.seqs.extend(m.seq for m in written)  # type: ignore[misc]
+            return written
+
+    def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
+        with self._lock:
+            session = self._sessions.get((agent, session_id))
+            if session is None or limit <= 0:
+                return []
+            end = len(session.messages)
+            if before_seq is not None:
+                end = bisect.bisect_left(session.seqs, before_seq)
+            found = []
+            for index in range(end - 1, -1, -1):
+                message = session.messages[index]
+                if message.status == ACTIVE:
+                    found.append(message)
+                    if len(found) == limit:
+                        break
+            return found
+
+    def history(self, agent: str, session_id: str, include_inactive: bool = False) -> list[Message]:
+        with self._lock:
+            session = self._sessions.get((agent, session_id))
+            if session is None:
+                return []
+            return [m for m in session.messages if include_inactive or m.status == ACTIVE]
+
+    def clear(self, agent: str, session_id: str | None = None) -> int:
+        with self._lock:
+            keys = [k for k in self._sessions if k[0] == agent and (session_id is None or k[1] == session_id)]
+            return sum(len(self._sessions.pop(key).messages) for key in keys)
+
+    def sessions(self, agent: str | None = None) -> list[SessionInfo]:
+        with self._lock:
+            return [
+                SessionInfo(a, s, len(log.messages), log.messages[-1].created_at if log.messages else None)
+                for (a, s), log in sorted(self._sessions.items())
+                if (agent is None or a == agent) and log.messages
+            ]
+
+    def fold(
+        self,
+        agent: str,
+        session_id: str,
+        summary: Message,
+        *,
+        first_seq: int,
+        last_seq: int,
+        expected_count: int,
+        delete: bool,
+    ) -> Message | None:
+        with self._lock:
+            session = self._sessions.get((agent, session_id))
+            if session is None:
+                return None
+            in_range = [m for m in session.messages if first_seq <= m.seq <= last_seq and m.status == ACTIVE]  # type: ignore[operator]
+            if len(in_range) != expected_count or expected_count == 0:
+                return None
+            folded = {m.seq for m in in_range}
+            kept = []
+            for message in session.messages:
+                if message.seq not in folded:
+                    kept.append(message)
+                elif not delete:
+                    kept.append(replace(message, status=INACTIVE))
+            written = summary.placed(agent=agent, session_id=session_id, seq=last_seq + 1, created_at=utcnow())
+            position = bisect.bisect_left([m.seq for m in kept], written.seq)  # type: ignore[misc]
+            kept.insert(position, written)
+            session.replace_all(kept)
+            return written
+
+    def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
+        key = (record.agent, record.run_id)
+        with self._lock:
+            stored = self._runs.get(key)
+            if expected_version is None and stored is not None:
+                raise RunConflictError(f"run {record.run_id} already exists")
+            if expected_version is not None and (stored is None or stored.version != expected_version):
+                raise RunConflictError(f"run {record.run_id} was changed by someone else (expected version {expected_version})")
+            saved = record.evolve(version=(expected_version or 0) + 1)
+            self._runs[key] = saved
+            return saved
+
+    def load_run(self, agent: str, run_id: str) -> RunRecord | None:
+        with self._lock:
+            return self._runs.get((agent, run_id))
+
+    def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
+        with self._lock:
+            runs = [
+                r
+                for (a, _), r in self._runs.items()
+                if a == agent and (status is None or r.status == status) and (session_id is None or r.session_id == session_id)
+            ]
+        return sorted(runs, key=lambda r: (r.created_at or utcnow(), r.run_id))
+
+    def prune_runs(self, agent: str, finished_before: datetime) -> int:
+        with self._lock:
+            doomed = [
+                key
+                for key, r in self._runs.items()
+                if key[0] == agent and r.is_finished and r.finished_at is not None and r.finished_at < finished_before
+            ]
+            for key in doomed:
+                del self._runs[key]
+            return len(doomed)
+
+    def close(self) -> None:
+        """Nothing to release; the data stays until the process ends."""

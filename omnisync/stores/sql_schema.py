@@ -1,0 +1,75 @@
+"""The SQL store's tables, and the schema version that lets later releases migrate them."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+)
+
+SCHEMA_VERSION = 1
+
+metadata = MetaData()
+
+schema_info = Table(
+    "omnisync_schema",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("version", Integer, nullable=False),
+)
+
+# One row per (agent, session): the last seq handed out. Appends lock this row, so seq
+# assignment is serialized per session inside the write transaction.
+sessions = Table(
+    "omnisync_sessions",
+    metadata,
+    Column("agent", String(255), nullable=False),
+    Column("session_id", String(255), nullable=False),
+    Column("last_seq", Integer, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("agent", "session_id"),
+)
+
+messages = Table(
+    "omnisync_messages",
+    metadata,
+    Column("agent", String(255), nullable=False),
+    Column("session_id", String(255), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("role", String(32), nullable=False),
+    Column("content", Text),
+    Column("tool_calls", JSON),
+    Column("tool_call_id", String(255)),
+    Column("name", String(255)),
+    Column("status", String(16), nullable=False),
+    Column("run_id", String(64)),
+    Column("tokens", Integer, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("metadata", JSON),
+    PrimaryKeyConstraint("agent", "session_id", "seq"),
+    Index("ix_omnisync_messages_window", "agent", "session_id", "status", "seq"),
+)
+
+runs = Table(
+    "omnisync_runs",
+    metadata,
+    Column("agent", String(255), nullable=False),
+    Column("run_id", String(64), nullable=False),
+    Column("session_id", String(255), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("created_at", DateTime(timezone=True)),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("data", Text, nullable=False),
+    PrimaryKeyConstraint("agent", "run_id"),
+    Index("ix_omnisync_runs_status", "agent", "status", "created_at"),
+    Index("ix_omnisync_runs_finished", "agent", "finished_at"),
+)

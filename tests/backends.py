@@ -1,0 +1,42 @@
+"""Reaching the real servers the backend tests use.
+
+With CI set, a server that cannot be reached fails the test; elsewhere the test is skipped
+with the reason, so a laptop without the servers still runs everything else.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+IN_CI = bool(os.environ.get("CI"))
+START_HINT = 'start them with: eval "$(scripts/services.sh start)"'
+
+
+def unreachable(name: str, reason: str) -> None:
+    message = f"{name} is not reachable ({reason}); {START_HINT}"
+    if IN_CI:
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def postgres_url() -> str:
+    url = os.environ.get("DATABASE_URL_POSTGRES")
+    if not url:
+        unreachable("PostgreSQL", "DATABASE_URL_POSTGRES is not set")
+    return url  # type: ignore[return-value]
+
+
+def redis_url() -> str:
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        unreachable("Redis", "REDIS_URL is not set")
+    return url  # type: ignore[return-value]
+
+
+def mongodb_uri() -> str:
+    url = os.environ.get("MONGODB_URI")
+    if not url:
+        unreachable("MongoDB (FerretDB)", "MONGODB_URI is not set")
+    return url  # type: ignore[return-value]

@@ -1,0 +1,280 @@
+"""The store contract, stated once. Every backend's test module subclasses StoreContract.
+
+A subclass provides a ``store`` fixture (a fresh, empty store); a backend that several
+processes can share subclasses SharedStoreContract and also provides ``store_opener``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from datetime import timedelta
+
+import pytest
+
+from omnisync.errors import RunConflictError
+from omnisync.messages import INACTIVE, SUMMARY_PREFIX, Message, utcnow
+from omnisync.run_record import AWAITING_APPROVAL, COMPLETED, RunRecord
+
+AGENT = "assistant"
+
+
+def user(text: str, tokens: int = 10) -> Message:
+    return Message(role="user", content=text, tokens=tokens)
+
+
+def reply(text: str, tokens: int = 10) -> Message:
+    return Message(role="assistant", content=text, tokens=tokens)
+
+
+def tool_exchange(call_id: str, results: int = 1) -> list[Message]:
+    calls = [
+        {"id": f"{call_id}-{i}", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}
+        for i in range(results)
+    ]
+    exchange = [Message(role="assistant", content=None, tool_calls=calls, tokens=10)]
+    exchange += [Message(role="tool", content=f"result {i}", tool_call_id=f"{call_id}-{i}", tokens=10) for i in range(results)]
+    return exchange
+
+
+def contents(messages: list[Message]) -> list[str | None]:
+    return [m.content for m in messages]
+
+
+def summary_message(text: str = "the gist") -> Message:
+    return Message(role="user", content=f"{SUMMARY_PREFIX} {text}", metadata={"summary": {"model": "test"}}, tokens=5)
+
+
+class StoreContract:
+    """What every MemoryStore promises. Subclasses supply the ``store`` fixture."""
+
+    # --- ordering and windows ---------------------------------------------------------
+
+    def test_append_assigns_increasing_seq_in_order(self, store):
+        first = store.append(AGENT, "s", [user("a"), reply("b")])
+        second = store.append(AGENT, "s", [user("c")])
+        seqs = [m.seq for m in first + second]
+        assert seqs == sorted(seqs) and len(set(seqs)) == 3
+        assert contents(store.history(AGENT, "s")) == ["a", "b", "c"]
+        assert all(m.created_at is not None and m.created_at.tzinfo is not None for m in first)
+
+    def test_window_is_latest_n_oldest_first(self, store):
+        store.append(AGENT, "s", [user(str(i)) for i in range(30)])
+        assert contents(store.window(AGENT, "s", max_messages=5)) == ["25", "26", "27", "28", "29"]
+        assert len(store.window(AGENT, "s", max_messages=100)) == 30
+
+    def test_latest_pages_backwards(self, store):
+        written = store.append(AGENT, "s", [user(str(i)) for i in range(10)])
+        page = store.latest(AGENT, "s", 3, before_seq=written[5].seq)
+        assert contents(page) == ["4", "3", "2"]
+
+    def test_token_window_stays_within_budget(self, store):
+        store.append(AGENT, "s", [user(str(i), tokens=30) for i in range(20)])
+        window = store.window(AGENT, "s", max_tokens=100)
+        assert contents(window) == ["17", "18", "19"]
+        assert sum(m.tokens for m in window) <= 100
+
+    def test_token_window_reads_past_one_page(self, store):
+        store.append(AGENT, "s", [user(str(i), tokens=1) for i in range(600)])
+        assert len(store.window(AGENT, "s", max_tokens=550)) == 550
+
+    def test_window_never_splits_a_tool_exchange(self, store):
+        store.append(AGENT, "s", [user("q")])
+        store.append(AGENT, "s", tool_exchange("call", results=3))
+        store.append(AGENT, "s", [reply("done")])
+        window = store.window(AGENT, "s", max_messages=3)
+        assert [m.role for m in window] == ["assistant"]  # the two results without their call are left out
+        assert window[0].content == "done"
+        whole = store.window(AGENT, "s", max_messages=5)
+        assert [m.role for m in whole] == ["assistant", "tool", "tool", "tool", "assistant"]
+
+    def test_tool_fields_round_trip(self, store):
+        store.append(AGENT, "s", tool_exchange("c1", results=2))
+        call, *results = store.history(AGENT, "s")
+        assert call.tool_calls[0]["function"] == {"name": "lookup", "arguments": '{"q": "x"}'}
+        assert call.content is None
+        assert [r.tool_call_id for r in results] == ["c1-0", "c1-1"]
+        assert call.to_chat() == {"role": "assistant", "content": None, "tool_calls": call.tool_calls}
+
+    def test_round_trip_unicode_large_and_nested_metadata(self, store):
+        big = "x" * (1024 * 1024)
+        text = "Atlas ships 金曜日 🚀 — naïve \u0000 end" if self.supports_nul else "Atlas ships 金曜日 🚀 — naïve end"
+        metadata = {"nested": {"list": [1, 2, {"deep": "ü"}], "flag": True, "none": None}}
+        store.append(AGENT, "s", [Message(role="user", content=text, metadata=metadata, name="ada", run_id="r1", tokens=7)])
+        store.append(AGENT, "s", [reply(big)])
+        stored, large = store.history(AGENT, "s")
+        assert (stored.content, stored.metadata, stored.name, stored.run_id, stored.tokens) == (text, metadata, "ada", "r1", 7)
+        assert large.content == big
+
+    supports_nul = True
+
+    # --- isolation and clearing ---------------------------------------------------------
+
+    def test_agents_are_isolated(self, store):
+        store.append("alpha", "s", [user("from alpha")])
+        store.append("beta", "s", [user("from beta")])
+        assert contents(store.history("alpha", "s")) == ["from alpha"]
+        assert contents(store.window("beta", "s", max_messages=10)) == ["from beta"]
+
+    def test_clear_one_session(self, store):
+        store.append(AGENT, "one", [user("1")])
+        store.append(AGENT, "two", [user("2")])
+        assert store.clear(AGENT, "one") == 1
+        assert store.history(AGENT, "one") == []
+        assert contents(store.history(AGENT, "two")) == ["2"]
+
+    def test_clear_all_sessions_of_one_agent_only(self, store):
+        store.append(AGENT, "one", [user("1")])
+        store.append(AGENT, "two", [user("2")])
+        store.append("other", "one", [user("kept")])
+        assert store.clear(AGENT) == 2
+        assert store.sessions(AGENT) == []
+        assert contents(store.history("other", "one")) == ["kept"]
+
+    def test_clearing_an_unknown_id_clears_nothing(self, store):
+        store.append(AGENT, "one", [user("1")])
+        assert store.clear(AGENT, "no-such-session") == 0
+        assert contents(store.history(AGENT, "one")) == ["1"]
+
+    def test_seq_keeps_growing_after_clear(self, store):
+        store.append(AGENT, "s", [user("old")])
+        store.clear(AGENT, "s")
+        [fresh] = store.append(AGENT, "s", [user("new")])
+        assert contents(store.history(AGENT, "s")) == ["new"] and fresh.seq > 0
+
+    def test_unsafe_session_ids_are_stored_as_themselves(self, store):
+        ids = ["a:b", "*", "with space", "日本語", "a*b?[c]", "{$gt: ''}", "..", "%_"]
+        for session_id in ids:
+            store.append(AGENT, session_id, [user(session_id)])
+        for session_id in ids:
+            assert contents(store.history(AGENT, session_id)) == [session_id]
+        assert store.clear(AGENT, "*") == 1
+        assert contents(store.history(AGENT, "a*b?[c]")) == ["a*b?[c]"]
+        assert sorted(s.session_id for s in store.sessions(AGENT)) == sorted(set(ids) - {"*"})
+
+    def test_sessions_lists_counts_and_activity(self, store):
+        store.append(AGENT, "one", [user("1"), reply("2")])
+        store.append("other", "x", [user("3")])
+        [info] = store.sessions(AGENT)
+        assert (info.agent, info.session_id, info.message_count) == (AGENT, "one", 2)
+        assert info.last_activity is not None
+        assert {s.agent for s in store.sessions()} == {AGENT, "other"}
+
+    # --- summaries ----------------------------------------------------------------------
+
+    def test_fold_keep_marks_originals_inactive_and_sorts_summary_first(self, store):
+        written = store.append(AGENT, "s", [user(str(i)) for i in range(6)])
+        folded = store.fold(
+            AGENT, "s", summary_message(), first_seq=written[0].seq, last_seq=written[3].seq, expected_count=4, delete=False
+        )
+        assert folded is not None and written[3].seq < folded.seq < written[4].seq
+        assert contents(store.history(AGENT, "s")) == [folded.content, "4", "5"]
+        everything = store.history(AGENT, "s", include_inactive=True)
+        assert len(everything) == 7
+        assert [m.status for m in everything if not m.is_summary] == [INACTIVE] * 4 + ["active"] * 2
+        assert contents(store.window(AGENT, "s", max_messages=3)) == [folded.content, "4", "5"]
+
+    def test_fold_delete_removes_originals(self, store):
+        written = store.append(AGENT, "s", [user(str(i)) for i in range(5)])
+        store.fold(AGENT, "s", summary_message(), first_seq=written[0].seq, last_seq=written[2].seq, expected_count=3, delete=True)
+        assert len(store.history(AGENT, "s", include_inactive=True)) == 3
+
+    def test_fold_is_compare_and_set(self, store):
+        written = store.append(AGENT, "s", [user(str(i)) for i in range(5)])
+        args = dict(first_seq=written[0].seq, last_seq=written[2].seq, expected_count=3, delete=False)
+        assert store.fold(AGENT, "s", summary_message("one"), **args) is not None
+        assert store.fold(AGENT, "s", summary_message("two"), **args) is None
+        summaries = [m for m in store.history(AGENT, "s", include_inactive=True) if m.is_summary]
+        assert contents(summaries) == [f"{SUMMARY_PREFIX} one"]
+
+    def test_refold_absorbs_the_earlier_summary(self, store):
+        written = store.append(AGENT, "s", [user(str(i)) for i in range(4)])
+        first = store.fold(AGENT, "s", summary_message("one"), first_seq=written[0].seq, last_seq=written[1].seq, expected_count=2, delete=False)
+        more = store.append(AGENT, "s", [user("4"), user("5")])
+        second = store.fold(AGENT, "s", summary_message("two"), first_seq=first.seq, last_seq=written[3].seq, expected_count=3, delete=False)
+        assert second is not None
+        active = store.history(AGENT, "s")
+        assert contents(active) == [f"{SUMMARY_PREFIX} two", "4", "5"] and more[0].seq > second.seq
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def _run(self, run_id="r1", session_id="s", **changes):
+        return RunRecord(run_id=run_id, agent=AGENT, session_id=session_id, created_at=utcnow(), **changes)
+
+    def test_run_create_load_and_compare_and_set(self, store):
+        saved = store.save_run(self._run(), expected_version=None)
+        assert saved.version == 1 and store.load_run(AGENT, "r1") == saved
+        with pytest.raises(RunConflictError):
+            store.save_run(self._run(), expected_version=None)
+        updated = store.save_run(saved.evolve(status=AWAITING_APPROVAL, step=2), expected_version=1)
+        assert updated.version == 2
+        with pytest.raises(RunConflictError):
+            store.save_run(saved.evolve(step=9), expected_version=1)
+        assert store.load_run(AGENT, "r1").step == 2
+        assert store.load_run("other-agent", "r1") is None
+
+    def test_run_fields_round_trip(self, store):
+        record = self._run(
+            pending_calls=[{"id": "c1", "function": {"name": "f", "arguments": "{}"}}],
+            decisions={"c1": {"approved": False, "reason": "no"}},
+            usage={"prompt_tokens": 3},
+            loaded_seq=(2, 40),
+            budget={"max_tool_calls": 2, "max_tokens": None},
+        )
+        loaded = store.load_run(AGENT, store.save_run(record, None).run_id)
+        assert loaded.pending_calls == record.pending_calls and loaded.decisions == record.decisions
+        assert loaded.loaded_seq == (2, 40) and loaded.budget == record.budget and loaded.created_at == record.created_at
+
+    def test_list_runs_filters(self, store):
+        store.save_run(self._run("a", status=COMPLETED), None)
+        store.save_run(self._run("b", status=AWAITING_APPROVAL), None)
+        store.save_run(self._run("c", session_id="other", status=AWAITING_APPROVAL), None)
+        assert {r.run_id for r in store.list_runs(AGENT)} == {"a", "b", "c"}
+        assert {r.run_id for r in store.list_runs(AGENT, status=AWAITING_APPROVAL)} == {"b", "c"}
+        assert {r.run_id for r in store.list_runs(AGENT, session_id="other")} == {"c"}
+        assert store.list_runs("nobody") == []
+
+    def test_prune_removes_only_old_finished_runs_of_this_agent(self, store):
+        old = utcnow() - timedelta(days=40)
+        store.save_run(self._run("old-done", status=COMPLETED, finished_at=old), None)
+        store.save_run(self._run("new-done", status=COMPLETED, finished_at=utcnow()), None)
+        store.save_run(self._run("paused", status=AWAITING_APPROVAL), None)
+        other = RunRecord(run_id="theirs", agent="other", session_id="s", status=COMPLETED, finished_at=old, created_at=old)
+        store.save_run(other, None)
+        assert store.prune_runs(AGENT, utcnow() - timedelta(days=30)) == 1
+        assert {r.run_id for r in store.list_runs(AGENT)} == {"new-done", "paused"}
+        assert store.load_run("other", "theirs") is not None
+
+    def test_clearing_history_keeps_run_records(self, store):
+        store.append(AGENT, "s", [user("x")])
+        store.save_run(self._run(), None)
+        store.clear(AGENT)
+        assert store.load_run(AGENT, "r1") is not None
+
+
+
+class SharedStoreContract(StoreContract):
+    """A store other processes can open too: subclasses also supply ``store_opener``,
+    a picklable callable that opens the same store in another process."""
+
+    def test_two_processes_appending_lose_nothing(self, store, store_opener):
+        context = multiprocessing.get_context("spawn")
+        workers = [context.Process(target=_append_many, args=(store_opener, name, 200)) for name in ("p1", "p2")]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=180)
+            assert worker.exitcode == 0
+        stored = store.history(AGENT, "shared")
+        assert len(stored) == 400
+        seqs = [m.seq for m in stored]
+        assert seqs == sorted(seqs) and len(set(seqs)) == 400
+        assert sorted(contents(stored)) == sorted(f"{p}-{i}" for p in ("p1", "p2") for i in range(200))
+
+
+def _append_many(opener, name: str, count: int) -> None:
+    store = opener()
+    try:
+        for i in range(count):
+            store.append(AGENT, "shared", [user(f"{name}-{i}")])
+    finally:
+        store.close()
