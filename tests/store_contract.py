@@ -136,10 +136,13 @@ class StoreContract:
         assert contents(store.history(AGENT, "one")) == ["1"]
 
     def test_seq_keeps_growing_after_clear(self, store):
-        store.append(AGENT, "s", [user("old")])
+        [old] = store.append(AGENT, "s", [user("old")])
         store.clear(AGENT, "s")
         [fresh] = store.append(AGENT, "s", [user("new")])
-        assert contents(store.history(AGENT, "s")) == ["new"] and fresh.seq > 0
+        store.clear(AGENT)
+        [newest] = store.append(AGENT, "s", [user("newest")])
+        assert contents(store.history(AGENT, "s")) == ["newest"]
+        assert old.seq < fresh.seq < newest.seq  # a run record's seq range never points at newer messages
 
     def test_unsafe_session_ids_are_stored_as_themselves(self, store):
         ids = ["a:b", "*", "with space", "日本語", "a*b?[c]", "{$gt: ''}", "..", "%_"]
@@ -177,6 +180,11 @@ class StoreContract:
         written = store.append(AGENT, "s", [user(str(i)) for i in range(5)])
         store.fold(AGENT, "s", summary_message(), first_seq=written[0].seq, last_seq=written[2].seq, expected_count=3, delete=True)
         assert len(store.history(AGENT, "s", include_inactive=True)) == 3
+
+    def test_fold_of_nothing_is_refused(self, store):
+        store.append(AGENT, "s", [user("a")])
+        assert store.fold(AGENT, "s", summary_message(), first_seq=100, last_seq=200, expected_count=0, delete=False) is None
+        assert contents(store.history(AGENT, "s")) == ["a"]
 
     def test_fold_is_compare_and_set(self, store):
         written = store.append(AGENT, "s", [user(str(i)) for i in range(5)])

@@ -133,8 +133,9 @@ class MemoryStore(ABC):
         *,
         max_messages: int | None = None,
         max_tokens: int | None = None,
+        before_seq: int | None = None,
     ) -> list[Message]:
-        """The most recent active messages within the bounds, oldest first.
+        """The most recent active messages (with ``seq < before_seq``) within the bounds, oldest first.
 
         Never starts inside a tool exchange: tool results whose assistant call fell outside
         the bounds are left out too. The token bound reads pages of stored token counts, so
@@ -143,15 +144,16 @@ class MemoryStore(ABC):
         if max_tokens is None:
             if max_messages is None:
                 raise ValueError("window() needs max_messages or max_tokens")
-            newest_first = self.latest(agent, session_id, max_messages)
+            newest_first = self.latest(agent, session_id, max_messages, before_seq=before_seq)
         else:
-            newest_first = self._token_window(agent, session_id, max_tokens, max_messages)
+            newest_first = self._token_window(agent, session_id, max_tokens, max_messages, before_seq)
         return drop_orphan_tool_results(list(reversed(newest_first)))
 
-    def _token_window(self, agent: str, session_id: str, max_tokens: int, max_messages: int | None) -> list[Message]:
+    def _token_window(
+        self, agent: str, session_id: str, max_tokens: int, max_messages: int | None, before: int | None
+    ) -> list[Message]:
         chosen: list[Message] = []
         spent = 0
-        before: int | None = None
         while True:
             room = _TOKEN_PAGE if max_messages is None else min(_TOKEN_PAGE, max_messages - len(chosen))
             if room <= 0:

@@ -6,7 +6,7 @@ import bisect
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timezone
 
 from ..errors import RunConflictError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
@@ -73,8 +73,12 @@ class InMemoryStore(MemoryStore):
 
     def clear(self, agent: str, session_id: str | None = None) -> int:
         with self._lock:
-            keys = [k for k in self._sessions if k[0] == agent and (session_id is None or k[1] == session_id)]
-            return sum(len(self._sessions.pop(key).messages) for key in keys)
+            cleared = 0
+            for (owner, session), log in self._sessions.items():
+                if owner == agent and (session_id is None or session == session_id):
+                    cleared += len(log.messages)
+                    log.replace_all([])  # the seq counter stays, so seq never goes back
+            return cleared
 
     def sessions(self, agent: str | None = None) -> list[SessionInfo]:
         with self._lock:
@@ -138,7 +142,7 @@ class InMemoryStore(MemoryStore):
                 for (a, _), r in self._runs.items()
                 if a == agent and (status is None or r.status == status) and (session_id is None or r.session_id == session_id)
             ]
-        return sorted(runs, key=lambda r: (r.created_at or utcnow(), r.run_id))
+        return sorted(runs, key=lambda r: (r.created_at or datetime.min.replace(tzinfo=timezone.utc), r.run_id))
 
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         with self._lock:

@@ -160,15 +160,11 @@ class SQLStore(MemoryStore):
             return [_row_message(row) for row in conn.execute(query).mappings()]
 
     def clear(self, agent: str, session_id: str | None = None) -> int:
-        message_key = schema.messages.c.agent == agent
-        session_key = schema.sessions.c.agent == agent
+        key = schema.messages.c.agent == agent
         if session_id is not None:
-            message_key &= schema.messages.c.session_id == session_id
-            session_key &= schema.sessions.c.session_id == session_id
-        with self._tx(write=True) as conn:
-            deleted = conn.execute(schema.messages.delete().where(message_key)).rowcount
-            conn.execute(schema.sessions.delete().where(session_key))
-        return int(deleted)
+            key &= schema.messages.c.session_id == session_id
+        with self._tx(write=True) as conn:  # the seq counters stay, so seq never goes back
+            return int(conn.execute(schema.messages.delete().where(key)).rowcount)
 
     def sessions(self, agent: str | None = None) -> list[SessionInfo]:
         table = schema.messages
@@ -193,6 +189,8 @@ class SQLStore(MemoryStore):
         expected_count: int,
         delete: bool,
     ) -> Message | None:
+        if expected_count < 1:
+            return None
         table = schema.messages
         in_range = (
             _session_key(agent, session_id)

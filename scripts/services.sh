@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# Local test servers for omnisync: Redis, PostgreSQL and FerretDB (MongoDB
+# wire protocol), all bound to 127.0.0.1, none run through systemd.
+#
+#   scripts/services.sh start    install what is missing, start, wait, print exports
+#   scripts/services.sh stop     stop all three
+#   scripts/services.sh status   one line per server; non-zero if any is down
+#   scripts/services.sh env      print the export lines only
+#
+#   eval "$(scripts/services.sh start)"   # only the export lines go to stdout
+#
+# Environment: OMNISYNC_SERVICES_DIR (state dir), REDIS_PORT, PG_PORT,
+# MONGO_PORT, FERRETDB_VERSION, SERVICES_WAIT_SECS.
+set -euo pipefail
+
+STATE_DIR="${OMNISYNC_SERVICES_DIR:-$HOME/.cache/omnisync-services}"
+REDIS_PORT="${REDIS_PORT:-6379}"
+PG_PORT="${PG_PORT:-5432}"
+MONGO_PORT="${MONGO_PORT:-27017}"
+FERRETDB_VERSION="${FERRETDB_VERSION:-v1.24.2}"
+WAIT_SECS="${SERVICES_WAIT_SECS:-60}"
+HOST=127.0.0.1
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+
+PG_ROLE=omnisync
+PG_PASSWORD=omnisync
+PG_DB=omnisync_test
+
+REDIS_DIR="$STATE_DIR/redis"
+FERRET_DIR="$STATE_DIR/ferretdb"
+FERRET_BIN="$STATE_DIR/bin/ferretdb"
+FERRET_PID="$FERRET_DIR/ferretdb.pid"
+FERRET_LOG="$FERRET_DIR/ferretdb.log"
+# PG_DIR (data, socket, log) is resolved in resolve_pg_dir: the postgres user
+# must be able to reach it, which it cannot under a 0700 $HOME such as /root.
+
+log() { echo "services: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# --- helpers ------------------------------------------------------------------
+
+APT_UPDATED=
+apt_install() {
+    [ "$(id -u)" = 0 ] || die "need root to apt-get install $*"
+    # Keep Debian's maintainer scripts from starting their own services.
+    local policy=/usr/sbin/policy-rc.d added=
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && added=1
+    fi
+    if [ -z "$APT_UPDATED" ]; then
+        log "apt-get update"
+        apt-get update -qq >&2
+        APT_UPDATED=1
+    fi
+    log "apt-get install $*"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2 </dev/null
+    [ -z "$added" ] || rm -f "$policy"
+}
+
+# Serialise concurrent start/stop runs. fd 9 is closed for the servers we
+# spawn, or they would hold the lock for their lifetime.
+lock_state_dir() {
+    mkdir -p "$STATE_DIR"
+    exec 9>"$STATE_DIR/.lock"
+    flock -w 900 9 || die "timed out waiting for another services.sh run ($STATE_DIR/.lock)"
+}
+
+tcp_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# wait_until NAME LOGFILE CMD...: poll CMD until it succeeds; after WAIT_SECS
+# show the end of LOGFILE and return 1.
+wait_until() {
+    local name=$1 logfile=$2 deadline=$((SECONDS + WAIT_SECS))
+    shift 2
+    until "$@"; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            log "$name did not answer within ${WAIT_SECS}s; last lines of $logfile:"
+            tail -n 30 "$logfile" >&2 2>/dev/null || true
+            return 1
+        fi
+        sleep 0.5
+    done
+    log "$name is up"
+}
+
+# --- Redis --------------------------------------------------------------------
+
+redis_up() { redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; }
+
+start_redis() {
+    { command -v redis-server >/dev/null && command -v redis-cli >/dev/null; } ||
+        apt_install redis-server redis-tools
+    if redis_up; then log "redis already up on port $REDIS_PORT"; return; fi
+    mkdir -p "$REDIS_DIR"
+    redis-server --daemonize yes --bind "$HOST" --port "$REDIS_PORT" \
+        --save '' --appendonly no --dir "$REDIS_DIR" \
+        --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" >&2 9>&- ||
+        { tail -n 30 "$REDIS_DIR/redis.log" >&2 2>/dev/null; die "redis failed to start"; }
+    wait_until redis "$REDIS_DIR/redis.log" redis_up || die "redis failed to start"
+}
+
+stop_redis() {
+    if command -v redis-cli >/dev/null && redis_up; then
+        redis-cli -h "$HOST" -p "$REDIS_PORT" shutdown nosave >&2 || true
+        log "redis stopped"
+    else
+        log "redis not running"
+    fi
+}
+
+# --- PostgreSQL -----------------------------------------------------------------
+
+PG_BIN=
+find_pg_bin() {
+    local d
+    for d in $(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V -r); do
+        [ -x "$d/pg_ctl" ] && [ -x "$d/initdb" ] && { PG_BIN=$d; return 0; }
+    done
+    command -v pg_ctl >/dev/null && command -v initdb >/dev/null &&
+        { PG_BIN=$(dirname "$(readlink -f "$(command -v pg_ctl)")"); return 0; }
+    return 1
+}
+
+ensure_pg_installed() {
+    if ! find_pg_bin || ! command -v psql >/dev/null || ! command -v pg_isready >/dev/null; then
+        apt_install postgresql postgresql-client
+        find_pg_bin || die "postgresql installed but pg_ctl/initdb not found"
+    fi
+    if ! id postgres >/dev/null 2>&1; then
+        log "creating user postgres"
+        useradd --system --user-group --home-dir /var/lib/postgresql --shell /bin/bash postgres
+    fi
+}
+
+as_pg() { runuser -u postgres -- "$@"; }
+
+PG_DIR=
+resolve_pg_dir() {
+    mkdir -p "$STATE_DIR"
+    if [ -L "$STATE_DIR/postgres" ]; then
+        PG_DIR=$(readlink -f "$STATE_DIR/postgres")
+    elif [ -d "$STATE_DIR/postgres" ] || as_pg test -x "$STATE_DIR"; then
+        PG_DIR="$STATE_DIR/postgres"
+    else
+        # postgres cannot reach the state dir: keep the cluster under its home
+        # and link it from the state dir.
+        PG_DIR="/var/lib/postgresql/omnisync-services-$(printf %s "$STATE_DIR" | md5sum | cut -c1-8)"
+        ln -sfn "$PG_DIR" "$STATE_DIR/postgres"
+    fi
+    PGDATA="$PG_DIR/data"
+    PG_SOCK="$PG_DIR/run"
+    PG_LOG="$PG_DIR/postgres.log"
+}
+
+pg_up() { pg_isready -q -h "$HOST" -p "$PG_PORT" -t 2 2>/dev/null; }
+pg_admin() { psql -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres; }
+pg_app_ok() {
+    PGPASSWORD="$PG_PASSWORD" psql -X -q -h "$HOST" -p "$PG_PORT" -U "$PG_ROLE" -d "$PG_DB" \
+        -tAc 'select 1' 2>/dev/null | grep -q 1
+}
+
+start_postgres() {
+    ensure_pg_installed
+    resolve_pg_dir
+    if pg_up; then
+        log "postgres already up on port $PG_PORT"
+    else
+        mkdir -p "$PG_DIR" "$PG_SOCK"
+        chown postgres:postgres "$PG_DIR" "$PG_SOCK"
+        chmod 700 "$PG_DIR"
+        if [ ! -s "$PGDATA/PG_VERSION" ]; then
+            log "initdb $PGDATA"
+            as_pg "$PG_BIN/initdb" -D "$PGDATA" -U postgres -E UTF8 --locale=C \
+                --auth-local=trust --auth-host=scram-sha-256 >"$PG_DIR/initdb.log" 2>&1 ||
+                { tail -n 30 "$PG_DIR/initdb.log" >&2; die "initdb failed"; }
+            echo "include_if_exists = 'omnisync.conf'" >>"$PGDATA/postgresql.conf"
+        fi
+        # Rewritten on every start so port overrides take effect. A test-only
+        # cluster: durability is traded for speed.
+        cat >"$PGDATA/omnisync.conf" <<EOF
+listen_addresses = '$HOST'
+port = $PG_PORT
+unix_socket_directories = '$PG_SOCK'
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+EOF
+        chown postgres:postgres "$PGDATA/omnisync.conf"
+        # A stale pid file from a killed server would block the start.
+        if [ -f "$PGDATA/postmaster.pid" ] && ! as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
+            rm -f "$PGDATA/postmaster.pid"
+        fi
+        setsid -w runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$PG_LOG" \
+            -w -t "$WAIT_SECS" start >&2 </dev/null 9>&- ||
+            { tail -n 30 "$PG_LOG" >&2; die "postgres failed to start"; }
+        wait_until postgres "$PG_LOG" pg_up || die "postgres failed to start"
+    fi
+    if [ -S "$PG_SOCK/.s.PGSQL.$PG_PORT" ]; then
+        pg_admin <<SQL >&2
+DO \$\$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$PG_ROLE') THEN
+    CREATE ROLE $PG_ROLE LOGIN CREATEDB PASSWORD '$PG_PASSWORD';
+  ELSE
+    ALTER ROLE $PG_ROLE LOGIN CREATEDB PASSWORD '$PG_PASSWORD';
+  END IF;
+END \$\$;
+SELECT 'CREATE DATABASE $PG_DB OWNER $PG_ROLE'
+ WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '$PG_DB') \gexec
+SQL
+    fi
+    pg_app_ok || die "cannot connect to $PG_DB on port $PG_PORT as $PG_ROLE (is another postgres on that port?)"
+}
+
+stop_postgres() {
+    find_pg_bin || { log "postgres not installed"; return 0; }
+    resolve_pg_dir
+    if [ -f "$PGDATA/postmaster.pid" ] && as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
+        as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w stop >&2
+        log "postgres stopped"
+    else
+        log "postgres not running"
+    fi
+}
+
+# --- FerretDB -------------------------------------------------------------------
+
+ferret_up() {
+    tcp_open "$MONGO_PORT" || return 1
+    python3 -c 'import pymongo' 2>/dev/null || return 0
+    python3 - "$HOST" "$MONGO_PORT" <<'PY' 2>/dev/null
+import sys, pymongo
+pymongo.MongoClient(sys.argv[1], int(sys.argv[2]), serverSelectionTimeoutMS=2000).admin.command("ping")
+PY
+}
+
+build_ferretdb() {
+    if [ -x "$FERRET_BIN" ] && [ "$(cat "$FERRET_BIN.version" 2>/dev/null)" = "$FERRETDB_VERSION" ]; then
+        return
+    fi
+    command -v go >/dev/null || { [ -x /usr/local/go/bin/go ] && PATH="/usr/local/go/bin:$PATH"; } ||
+        die "go is not installed; cannot build FerretDB"
+    log "building FerretDB $FERRETDB_VERSION (takes ~4 min from a cold Go cache)"
+    # A plain `go install .../cmd/ferretdb@version` builds, but the binary
+    # panics at start-up: build/version/version.txt is generated by FerretDB's
+    # release tooling and is not in the module zip. So build from a copy of
+    # the module source with that file added. The SQLite backend is pure Go
+    # (modernc.org/sqlite): no cgo needed.
+    local src="$STATE_DIR/build/ferretdb-src" modsrc
+    export CGO_ENABLED=0 GOFLAGS="-buildvcs=false -trimpath"
+    modsrc=$(go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" |
+        sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+    { [ -n "$modsrc" ] && [ -d "$modsrc" ]; } || die "go mod download of FerretDB $FERRETDB_VERSION failed"
+    rm -rf "$src" && mkdir -p "$(dirname "$src")" "$STATE_DIR/bin"
+    cp -r "$modsrc" "$src" && chmod -R u+w "$src"
+    echo "$FERRETDB_VERSION" >"$src/build/version/version.txt"
+    (cd "$src" && GOBIN="$STATE_DIR/bin" go install ./cmd/ferretdb) >&2 ||
+        die "build of FerretDB $FERRETDB_VERSION failed"
+    rm -rf "$src"
+    rmdir "$(dirname "$src")" 2>/dev/null || true
+    "$FERRET_BIN" --version >/dev/null || die "built FerretDB binary does not run"
+    echo "$FERRETDB_VERSION" >"$FERRET_BIN.version"
+}
+
+# Runs in the background (own session) and restarts FerretDB when it dies: in
+# v1.24 a panic in one request handler (e.g. $project {_id: 0} then $unwind)
+# leaks an iterator whose finalizer then panics the whole process at a GC.
+ferretdb_supervisor() {
+    echo $$ >"$FERRET_PID"
+    local quick=0 started rc
+    while :; do
+        started=$SECONDS
+        "$FERRET_BIN" \
+            --listen-addr="$HOST:$MONGO_PORT" \
+            --handler=sqlite --sqlite-url="file:$FERRET_DIR/sqlite/" \
+            --state-dir="$FERRET_DIR/state" \
+            --debug-addr=- --telemetry=disable \
+            --log-level=WARN && rc=0 || rc=$?
+        if [ $((SECONDS - started)) -lt 5 ]; then quick=$((quick + 1)); else quick=0; fi
+        if [ "$quick" -ge 3 ]; then
+            echo "services: ferretdb keeps exiting at start-up (status $rc); giving up"
+            rm -f "$FERRET_PID"
+            exit 1
+        fi
+        echo "services: ferretdb exited with status $rc at $(date -u +%FT%TZ); restarting"
+        sleep 1
+    done
+}
+
+start_ferretdb() {
+    if tcp_open "$MONGO_PORT"; then
+        log "ferretdb already up on port $MONGO_PORT"
+        wait_until ferretdb "$FERRET_LOG" ferret_up || die "port $MONGO_PORT is open but does not answer MongoDB ping"
+        return
+    fi
+    build_ferretdb
+    mkdir -p "$FERRET_DIR/sqlite" "$FERRET_DIR/state"
+    rm -f "$FERRET_PID"
+    OMNISYNC_SERVICES_DIR="$STATE_DIR" MONGO_PORT="$MONGO_PORT" \
+        setsid nohup "$SELF" _ferretdb-supervisor >>"$FERRET_LOG" 2>&1 </dev/null 9>&- &
+    wait_until ferretdb "$FERRET_LOG" ferret_up || { stop_ferretdb; die "ferretdb failed to start"; }
+}
+
+stop_ferretdb() {
+    local pid
+    pid=$(cat "$FERRET_PID" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        # The supervisor leads its own process group: stop it and FerretDB.
+        kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+        for _ in $(seq 1 50); do
+            kill -0 -- "-$pid" 2>/dev/null || break
+            sleep 0.2
+        done
+        kill -KILL -- "-$pid" 2>/dev/null || true
+        log "ferretdb stopped"
+    else
+        log "ferretdb not running"
+    fi
+    rm -f "$FERRET_PID"
+}
+
+# --- commands -------------------------------------------------------------------
+
+print_env() {
+    echo "export REDIS_URL=redis://$HOST:$REDIS_PORT/0"
+    echo "export DATABASE_URL_POSTGRES=postgresql+psycopg://$PG_ROLE:$PG_PASSWORD@$HOST:$PG_PORT/$PG_DB"
+    echo "export MONGODB_URI=mongodb://$HOST:$MONGO_PORT/"
+}
+
+status() {
+    local rc=0
+    if command -v redis-cli >/dev/null && redis_up; then s=up; else s=down; rc=1; fi
+    echo "redis     $s  $HOST:$REDIS_PORT"
+    if command -v pg_isready >/dev/null && pg_up; then s=up; else s=down; rc=1; fi
+    echo "postgres  $s  $HOST:$PG_PORT"
+    if tcp_open "$MONGO_PORT"; then s=up; else s=down; rc=1; fi
+    echo "ferretdb  $s  $HOST:$MONGO_PORT"
+    return $rc
+}
+
+case "${1:-}" in
+    start)
+        lock_state_dir
+        start_redis
+        start_postgres
+        start_ferretdb
+        log "all services up (state in $STATE_DIR)"
+        print_env
+        ;;
+    stop)
+        lock_state_dir
+        stop_ferretdb
+        stop_postgres
+        stop_redis
+        ;;
+    status) status ;;
+    env) print_env ;;
+    _ferretdb-supervisor) ferretdb_supervisor ;;
+    *)
+        echo "usage: $0 {start|stop|status|env}" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,272 @@
+import functools
+import importlib
+import re
+import sys
+import uuid
+from datetime import timedelta
+
+import pytest
+
+redis = pytest.importorskip("redis")
+from redis.backoff import NoBackoff  # noqa: E402
+from redis.retry import Retry  # noqa: E402
+
+import backends  # noqa: E402
+from omnisync.errors import MissingDependencyError, StoreError  # noqa: E402
+from omnisync.messages import Message, utcnow  # noqa: E402
+from omnisync.run_record import COMPLETED, RunRecord  # noqa: E402
+from omnisync.stores.redis_store import RedisStore  # noqa: E402
+from store_contract import AGENT, SharedStoreContract, contents, summary_message, user  # noqa: E402
+
+pytestmark = pytest.mark.backend("redis")
+
+
+def _no_retry_client(url: str, **options) -> "redis.Redis":
+    return redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), socket_connect_timeout=2, **options)
+
+
+def _glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+@pytest.fixture
+def url():
+    url = backends.redis_url()
+    probe = _no_retry_client(url)
+    try:
+        probe.ping()
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        backends.unreachable("Redis", f"{url}: {exc}")
+    finally:
+        probe.close()
+    return url
+
+
+@pytest.fixture
+def prefix(url):
+    """A prefix of our own per test; afterwards every key under it goes (it is ours, not user data)."""
+    prefix = f"omnisync-test-{uuid.uuid4().hex}"
+    yield prefix
+    cleaner = _no_retry_client(url)
+    try:
+        doomed = list(cleaner.scan_iter(match=f"{_glob_escape(prefix)}:*", count=1000))
+        if doomed:
+            cleaner.delete(*doomed)
+    finally:
+        cleaner.close()
+
+
+@pytest.fixture
+def store(url, prefix):
+    with RedisStore.from_url(url, prefix=prefix) as store:
+        yield store
+
+
+@pytest.fixture
+def store_opener(url, prefix):
+    return functools.partial(RedisStore.from_url, url, prefix=prefix)
+
+
+def _keys(store: RedisStore) -> list[str]:
+    found = store.client.scan_iter(match=f"{_glob_escape(store.prefix)}:*", count=1000)
+    return sorted(k.decode() for k in found)
+
+
+def _count_commands(client, monkeypatch) -> list[tuple]:
+    sent: list[tuple] = []
+    original = client.execute_command
+
+    def counting(*args, **options):
+        sent.append(args)
+        return original(*args, **options)
+
+    monkeypatch.setattr(client, "execute_command", counting)
+    return sent
+
+
+def _count_closes(client, monkeypatch) -> list[bool]:
+    closes: list[bool] = []
+    original = client.close
+
+    def counting() -> None:
+        closes.append(True)
+        original()
+
+    monkeypatch.setattr(client, "close", counting)
+    return closes
+
+
+class TestRedisStore(SharedStoreContract):
+    # --- reads that fail raise ----------------------------------------------------------
+
+    def test_a_read_against_an_unreachable_server_raises(self):
+        down = RedisStore(_no_retry_client("redis://127.0.0.1:1/0"), prefix="unreachable")
+        with pytest.raises(StoreError, match="Redis store redis://127.0.0.1:1/0"):
+            down.history(AGENT, "s")
+        with pytest.raises(StoreError):
+            down.window(AGENT, "s", max_messages=5)
+        with pytest.raises(StoreError):
+            down.sessions()
+        with pytest.raises(StoreError):
+            down.load_run(AGENT, "r1")
+        with pytest.raises(StoreError):
+            down.append(AGENT, "s", [user("lost?")])
+        down.client.close()
+
+    def test_from_url_fails_fast_without_retrying(self):
+        with RedisStore.from_url("redis://127.0.0.1:1/0", prefix="unreachable", socket_connect_timeout=2) as down:
+            with pytest.raises(StoreError):
+                down.list_runs(AGENT)
+
+    def test_a_url_that_is_not_redis_is_a_configuration_error(self):
+        with pytest.raises(ValueError, match="Redis URL"):
+            RedisStore.from_url("http://localhost:6379")
+
+    # --- the window ---------------------------------------------------------------------
+
+    def test_a_window_load_is_one_round_trip_whatever_the_session_length(self, store, monkeypatch):
+        for start in range(0, 2000, 500):
+            store.append(AGENT, "s", [user(str(i)) for i in range(start, start + 500)])
+        sent = _count_commands(store.client, monkeypatch)
+        window = store.window(AGENT, "s", max_messages=20)
+        assert contents(window) == [str(i) for i in range(1980, 2000)]
+        assert len(sent) == 1
+        assert sent[0][0] == "ZREVRANGEBYSCORE" and sent[0][-3:] == ("LIMIT", 0, 20)
+
+    def test_folded_messages_leave_the_active_set(self, store):
+        written = store.append(AGENT, "s", [user(str(i)) for i in range(10)])
+        store.fold(AGENT, "s", summary_message(), first_seq=written[0].seq, last_seq=written[7].seq, expected_count=8, delete=False)
+        active, inactive, _ = store._session_keys(AGENT, "s")
+        assert store.client.zcard(active) == 3 and store.client.zcard(inactive) == 8
+        assert len(store.history(AGENT, "s", include_inactive=True)) == 11
+
+    def test_a_fold_of_nothing_changes_nothing(self, store):
+        store.append(AGENT, "s", [user("a")])
+        assert store.fold(AGENT, "s", summary_message(), first_seq=100, last_seq=200, expected_count=0, delete=False) is None
+        assert contents(store.history(AGENT, "s", include_inactive=True)) == ["a"]
+
+    def test_appending_more_than_one_script_batch_at_once(self, store):
+        written = store.append(AGENT, "s", [user(str(i)) for i in range(2500)])
+        assert [m.seq for m in written] == list(range(2, 5002, 2))
+        assert [m.seq for m in store.history(AGENT, "s")] == [m.seq for m in written]
+
+    def test_an_inactive_message_appended_stays_out_of_the_window(self, store):
+        store.append(AGENT, "s", [user("seen"), Message(role="user", content="hidden", status="inactive")])
+        assert contents(store.window(AGENT, "s", max_messages=10)) == ["seen"]
+        assert contents(store.history(AGENT, "s", include_inactive=True)) == ["seen", "hidden"]
+
+    # --- keys ---------------------------------------------------------------------------
+
+    def test_keys_hold_no_user_text_so_no_pattern_can_match_it(self, store):
+        ids = ["a:b*", "*", "{tag}", "日本語 x"]
+        for session_id in ids:
+            store.append("agent:*", session_id, [user(session_id)])
+        store.save_run(RunRecord(run_id="run:*", agent="agent:*", session_id="*", created_at=utcnow()), None)
+        layout = re.compile(
+            rf"^{re.escape(store.prefix)}:(agents|a:[0-9a-f]*:(sessions|runs|run:[0-9a-f]+|s:[0-9a-f]+:(active|inactive|meta)))$"
+        )
+        keys = _keys(store)
+        assert keys and all(layout.match(key) for key in keys), keys
+        assert not any(ch in key[len(store.prefix) :] for key in keys for ch in "*{} ")
+        assert store.clear("agent:*", "*") == 1
+        assert sorted(s.session_id for s in store.sessions("agent:*")) == sorted(set(ids) - {"*"})
+        assert store.load_run("agent:*", "run:*") is not None
+
+    def test_clear_removes_every_key_of_the_session(self, store):
+        store.append(AGENT, "s", [user("a")])
+        store.append(AGENT, "t", [user("b")])
+        assert store.clear(AGENT, "s") == 1
+        assert store.clear(AGENT) == 1
+        assert _keys(store) == []
+
+    def test_clearing_twice_then_appending_keeps_working(self, store):
+        for _ in range(2):
+            store.append(AGENT, "s", [user("x"), user("y")])
+            assert store.clear(AGENT, "s") == 2
+            assert store.clear(AGENT, "s") == 0
+        [fresh] = store.append(AGENT, "s", [user("z")])
+        assert fresh.seq > 0 and contents(store.history(AGENT, "s")) == ["z"]
+        assert [s.session_id for s in store.sessions(AGENT)] == ["s"]
+
+    def test_sessions_are_sorted_by_agent_then_id(self, store):
+        for agent, session_id in [("b", "2"), ("a", "z"), ("b", "1"), ("a", "y")]:
+            store.append(agent, session_id, [user("x")])
+        assert [(s.agent, s.session_id) for s in store.sessions()] == [("a", "y"), ("a", "z"), ("b", "1"), ("b", "2")]
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def test_a_run_with_expires_at_gets_a_redis_expiry(self, store):
+        record = RunRecord(run_id="r1", agent=AGENT, session_id="s", created_at=utcnow(), expires_at=utcnow() + timedelta(hours=1))
+        saved = store.save_run(record, None)
+        key = f"{store._agent_stem(AGENT)}:run:{'r1'.encode().hex()}"
+        assert 3500_000 < store.client.pttl(key) <= 3600_000
+        store.save_run(saved.evolve(expires_at=None), expected_version=1)
+        assert store.client.pttl(key) == -1
+
+    def test_list_runs_drops_index_entries_of_expired_records(self, store):
+        store.save_run(RunRecord(run_id="kept", agent=AGENT, session_id="s", created_at=utcnow()), None)
+        gone = RunRecord(run_id="gone", agent=AGENT, session_id="s", created_at=utcnow(), expires_at=utcnow() - timedelta(seconds=1))
+        store.save_run(gone, None)
+        assert store.load_run(AGENT, "gone") is None
+        assert [r.run_id for r in store.list_runs(AGENT)] == ["kept"]
+        assert store.client.zcard(f"{store._agent_stem(AGENT)}:runs") == 1
+
+    def test_list_runs_is_oldest_first(self, store):
+        now = utcnow()
+        for run_id, age in [("b", 1), ("c", 3), ("a", 2)]:
+            store.save_run(RunRecord(run_id=run_id, agent=AGENT, session_id="s", created_at=now - timedelta(minutes=age)), None)
+        assert [r.run_id for r in store.list_runs(AGENT)] == ["c", "a", "b"]
+
+    def test_prune_keeps_unfinished_runs_with_an_old_finished_at(self, store):
+        old = utcnow() - timedelta(days=40)
+        store.save_run(RunRecord(run_id="odd", agent=AGENT, session_id="s", finished_at=old, created_at=old), None)
+        store.save_run(RunRecord(run_id="done", agent=AGENT, session_id="s", status=COMPLETED, finished_at=old, created_at=old), None)
+        assert store.prune_runs(AGENT, utcnow() - timedelta(days=30)) == 1
+        assert [r.run_id for r in store.list_runs(AGENT)] == ["odd"]
+
+    # --- clients ------------------------------------------------------------------------
+
+    def test_an_owned_client_is_closed_and_an_injected_one_is_not(self, url, prefix, monkeypatch):
+        owned = RedisStore.from_url(url, prefix=prefix)
+        owned_closes = _count_closes(owned.client, monkeypatch)
+        owned.close()
+        assert owned_closes == [True]
+
+        client = _no_retry_client(url)
+        try:
+            injected_closes = _count_closes(client, monkeypatch)
+            with RedisStore(client, prefix=prefix) as injected:
+                injected.append(AGENT, "s", [user("x")])
+            assert injected_closes == []
+            assert contents(RedisStore(client, prefix=prefix).history(AGENT, "s")) == ["x"]
+        finally:
+            client.close()
+
+    def test_a_client_that_decodes_responses_works_too(self, url, prefix):
+        client = redis.Redis.from_url(url, decode_responses=True)
+        try:
+            store = RedisStore(client, prefix=prefix)
+            written = store.append(AGENT, "日本", [user("金曜日")])
+            assert store.history(AGENT, "日本") == written
+            assert [s.session_id for s in store.sessions(AGENT)] == ["日本"]
+            store.save_run(RunRecord(run_id="r", agent=AGENT, session_id="日本", created_at=utcnow()), None)
+            assert [r.run_id for r in store.list_runs(AGENT, session_id="日本")] == ["r"]
+        finally:
+            client.close()
+
+    def test_the_prefix_comes_from_the_environment(self, url, monkeypatch):
+        monkeypatch.setenv("OMNISYNC_REDIS_PREFIX", "from-env")
+        client = _no_retry_client(url)
+        try:
+            assert RedisStore(client).prefix == "from-env"
+            monkeypatch.delenv("OMNISYNC_REDIS_PREFIX")
+            assert RedisStore(client).prefix == "omnisync"
+        finally:
+            client.close()
+
+
+def test_without_redis_installed_the_import_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "redis", None)
+    monkeypatch.delitem(sys.modules, "omnisync.stores.redis_store")
+    with pytest.raises(MissingDependencyError, match=r"pip install 'omnisync\[redis\]'"):
+        importlib.import_module("omnisync.stores.redis_store")
