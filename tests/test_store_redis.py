@@ -172,12 +172,14 @@ class TestRedisStore(SharedStoreContract):
         assert sorted(s.session_id for s in store.sessions("agent:*")) == sorted(set(ids) - {"*"})
         assert store.load_run("agent:*", "run:*") is not None
 
-    def test_clear_removes_every_key_of_the_session(self, store):
+    def test_clear_leaves_only_the_seq_counters(self, store):
         store.append(AGENT, "s", [user("a")])
         store.append(AGENT, "t", [user("b")])
         assert store.clear(AGENT, "s") == 1
         assert store.clear(AGENT) == 1
-        assert _keys(store) == []
+        keys = _keys(store)
+        assert len(keys) == 2 and all(key.endswith(":meta") for key in keys), keys
+        assert all(store.client.hkeys(key) in ([b"seq"], ["seq"]) for key in keys)
 
     def test_clearing_twice_then_appending_keeps_working(self, store):
         for _ in range(2):
