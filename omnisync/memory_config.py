@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ._validate import only_keys, positive_int
 from .errors import ConfigurationError
 
 MEMORY_MODES = ("sliding_window", "token_budget")
@@ -41,18 +42,18 @@ class MemoryConfig:
             return cls()
         if not isinstance(config, dict):
             raise ConfigurationError(f"memory_config must be a dict with keys {', '.join(MEMORY_KEYS)}, not {type(config).__name__}")
-        _no_unknown_keys("memory_config", config, MEMORY_KEYS)
+        only_keys("memory_config", config, MEMORY_KEYS)
         mode = config.get("mode", "sliding_window")
         if mode not in MEMORY_MODES:
             modes = ", ".join(repr(m) for m in MEMORY_MODES)
             raise ConfigurationError(f"Invalid memory mode: {mode}. Must be one of {{{modes}}}.")
         value = config.get("value", DEFAULT_VALUE)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not positive_int(value):
             raise ConfigurationError(f"memory_config value must be a positive whole number (messages or tokens), not {value!r}")
         summary = config.get("summary", SUMMARY_DEFAULTS)
         if not isinstance(summary, dict):
             raise ConfigurationError(f"memory_config summary must be a dict with keys {', '.join(SUMMARY_KEYS)}, not {summary!r}")
-        _no_unknown_keys("memory_config summary", summary, SUMMARY_KEYS)
+        only_keys("memory_config summary", summary, SUMMARY_KEYS)
         enabled = summary.get("enabled", SUMMARY_DEFAULTS["enabled"])
         if not isinstance(enabled, bool):
             raise ConfigurationError(f"memory_config summary enabled must be True or False, not {enabled!r}")
@@ -62,9 +63,3 @@ class MemoryConfig:
                 f"Invalid retention_policy: {policy}. Must be one of: {', '.join(RETENTION_POLICIES)}"
             )
         return cls(mode=mode, value=value, summary_enabled=enabled, retention_policy=policy)
-
-
-def _no_unknown_keys(where: str, given: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    unknown = [key for key in given if key not in allowed]
-    if unknown:
-        raise ConfigurationError(f"Unknown {where} key(s): {', '.join(map(str, unknown))}. Allowed: {', '.join(allowed)}")

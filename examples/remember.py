@@ -1,0 +1,27 @@
+"""The reference page's second example, blocking: keep it across restarts, in a SQLite file.
+
+    python examples/remember.py "My project is called Atlas and it ships on Friday."
+    python examples/remember.py "When does my project ship, and what is it called?"
+"""
+
+import os
+import sys
+
+os.environ.setdefault("DATABASE_URL", "sqlite:///./memory.db")
+
+from omnisync import MemoryRouter, OmniCoreAgent  # noqa: E402
+
+
+def main(message: str) -> None:
+    agent = OmniCoreAgent(
+        name="assistant",
+        system_instruction="You are a helpful assistant. Answer in plain text, briefly.",
+        model_config={"provider": "openai", "model": "gpt-5.4-mini"},
+        memory_router=MemoryRouter("sql"),
+    )
+    result = agent.run(message, session_id="user_123")
+    print(result["response"])
+    agent.cleanup()
+
+
+main(sys.argv[1])

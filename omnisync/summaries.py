@@ -1,0 +1,235 @@
+"""Summaries: what falls out of the window is folded into one [CONVERSATION SUMMARY] message.
+
+After a run is stored, if the session's active history is longer than the window, its oldest
+messages (an earlier summary among them) are folded so that summary plus the most recent
+messages fill the window. The fold runs off the caller's thread; the next run of the session,
+``get_session_history`` and ``cleanup()`` wait for it. One process folds a given range: it
+claims the range with a record in the store first, so two processes never both pay for the
+model call, and the store's compare-and-set makes sure only one summary is ever written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
+
+from ._logging import logger
+from .errors import OmnisyncError, RunConflictError
+from .memory_config import MemoryConfig
+from .messages import SUMMARY_PREFIX, Message, utcnow
+from .model.client import ChatClient
+from .run_record import COMPLETED, FAILED, RUNNING, RunRecord
+from .stores.base import MemoryStore
+from .tokens import TokenCounter, message_tokens
+
+FOLD_MAX_MESSAGES = 400
+CLAIM_SECONDS = 300
+SUMMARY_INSTRUCTION = (
+    "You write the running summary of a conversation between a user and an assistant. "
+    "Summarize the conversation below in a few sentences of plain text. Keep every fact the "
+    "assistant may need later: names, numbers, dates, decisions, preferences and open questions. "
+    "If it starts with an earlier summary, fold that summary in."
+)
+
+
+def claims_namespace(agent: str) -> str:
+    """The agent name under which fold claims are kept, apart from the agent's own runs."""
+    return f"{agent}#summarizer"
+
+
+class Summarizer:
+    """Folds old messages of one agent's sessions in the background."""
+
+    def __init__(
+        self,
+        agent: str,
+        config: MemoryConfig,
+        client: ChatClient,
+        store: Callable[[], MemoryStore],
+        counter: TokenCounter,
+    ) -> None:
+        self.agent = agent
+        self.config = config
+        self.client = client
+        self._store = store
+        self.counter = counter
+        self._executor: ThreadPoolExecutor | None = None
+        self._pending: dict[str, Future[None]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return self.config.summary_enabled
+
+    def schedule(self, session_id: str) -> None:
+        """Fold ``session_id`` in the background if its history has outgrown the window."""
+        if not self.enabled:
+            return
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"omnisync-summary-{self.agent}")
+            previous = self._pending.get(session_id)
+            store = self._store()
+            self._pending[session_id] = self._executor.submit(self._fold_after, previous, store, session_id)
+
+    def wait(self, session_id: str | None = None) -> None:
+        """Block until the pending fold of one session (or of every session) is done."""
+        with self._lock:
+            futures = list(self._pending.values()) if session_id is None else [self._pending.get(session_id)]
+        for future in futures:
+            if future is not None:
+                future.result()
+        with self._lock:
+            for key, future in list(self._pending.items()):
+                if future.done():
+                    del self._pending[key]
+
+    def close(self) -> None:
+        self.wait()
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+    def _fold_after(self, previous: Future[None] | None, store: MemoryStore, session_id: str) -> None:
+        if previous is not None:
+            previous.result()
+        try:
+            self.fold(store, session_id)
+        except Exception as exc:  # a failed summary changes nothing; the next run tries again
+            logger.warning("summary of session %r for agent %r failed, nothing changed: %s", session_id, self.agent, exc)
+
+    # --- the fold itself --------------------------------------------------------------
+
+    def plan(self, store: MemoryStore, session_id: str) -> list[Message]:
+        """The oldest active messages to fold now (empty when the history fits the window)."""
+        boundary = self._keep_boundary(store, session_id)
+        if boundary is None:
+            return []
+        older = list(reversed(store.latest(self.agent, session_id, FOLD_MAX_MESSAGES + 1, before_seq=boundary)))
+        if len(older) > FOLD_MAX_MESSAGES:
+            older = store.history(self.agent, session_id)[:FOLD_MAX_MESSAGES]
+        while older and older[-1].is_summary:
+            older.pop()
+        if not any(not m.is_summary for m in older):
+            return []
+        return older
+
+    def _keep_boundary(self, store: MemoryStore, session_id: str) -> int | None:
+        """The seq of the oldest message to keep, or None if nothing overflows the window."""
+        if self.config.mode == "sliding_window":
+            recent = store.latest(self.agent, session_id, self.config.value + 1)
+            if len(recent) <= self.config.value:
+                return None
+            keep = list(reversed(recent[: self.config.value - 1]))
+        else:
+            reserve = max(1, min(self.config.value // 4, 1000))
+            fits = store.window(self.agent, session_id, max_tokens=self.config.value)
+            if not fits or not store.latest(self.agent, session_id, 1, before_seq=fits[0].seq):
+                return None
+            keep = []
+            spent = 0
+            for message in reversed(fits):
+                spent += max(message.tokens, 1)
+                if spent > self.config.value - reserve:
+                    break
+                keep.insert(0, message)
+            keep = keep or fits[-1:]
+        while keep and keep[0].is_tool_result:  # fold the results with their call
+            keep.pop(0)
+        if not keep:
+            newest = store.latest(self.agent, session_id, 1)
+            return newest[0].seq + 1 if newest else None  # type: ignore[operator]
+        return keep[0].seq
+
+    def fold(self, store: MemoryStore, session_id: str) -> Message | None:
+        folded = self.plan(store, session_id)
+        if not folded:
+            return None
+        first, last = folded[0].seq, folded[-1].seq
+        claim = self._claim(store, session_id, first, last)  # type: ignore[arg-type]
+        if claim is None:
+            return None
+        try:
+            text = self._summarize(folded)
+            content = f"{SUMMARY_PREFIX} {text}"
+            summary = Message(
+                role="user",
+                content=content,
+                metadata={"summary": {"first_seq": first, "last_seq": last, "folded": len(folded), "model": self.client.config.model}},
+                tokens=message_tokens(self.counter, {"role": "user", "content": content}),
+            )
+            written = store.fold(
+                self.agent,
+                session_id,
+                summary,
+                first_seq=first,  # type: ignore[arg-type]
+                last_seq=last,  # type: ignore[arg-type]
+                expected_count=len(folded),
+                delete=self.config.retention_policy == "delete",
+            )
+        except Exception as exc:
+            self._finish_claim(store, claim, FAILED, str(exc))
+            raise
+        self._finish_claim(store, claim, COMPLETED, None)
+        return written
+
+    def _summarize(self, folded: list[Message]) -> str:
+        transcript = "\n".join(_transcript_line(m) for m in folded)
+        completion = self.client.complete(
+            [{"role": "system", "content": SUMMARY_INSTRUCTION}, {"role": "user", "content": transcript}]
+        )
+        text = (completion.content or "").strip()
+        if not text:
+            raise OmnisyncError("the model returned an empty summary")
+        return text.removeprefix(SUMMARY_PREFIX).strip()
+
+    def _claim(self, store: MemoryStore, session_id: str, first: int, last: int) -> RunRecord | None:
+        now = utcnow()
+        key = hashlib.sha256(f"{session_id}\x00{first}\x00{last}".encode()).hexdigest()[:32]
+        claim = RunRecord(
+            run_id=f"fold-{key}",
+            agent=claims_namespace(self.agent),
+            session_id=session_id,
+            status=RUNNING,
+            loaded_seq=(first, last),
+            lease_until=now + timedelta(seconds=CLAIM_SECONDS),
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            return store.save_run(claim, expected_version=None)
+        except RunConflictError:
+            pass
+        existing = store.load_run(claim.agent, claim.run_id)
+        if existing is None or existing.status == COMPLETED:
+            return None
+        if existing.status == RUNNING and existing.lease_until and existing.lease_until > now:
+            return None  # another process is folding this range right now
+        try:
+            return store.save_run(claim.evolve(created_at=existing.created_at), expected_version=existing.version)
+        except RunConflictError:
+            return None
+
+    def _finish_claim(self, store: MemoryStore, claim: RunRecord, status: str, error: str | None) -> None:
+        now = utcnow()
+        try:
+            store.save_run(
+                claim.evolve(status=status, error=error, finished_at=now, updated_at=now, expires_at=now + timedelta(days=1)),
+                expected_version=claim.version,
+            )
+            store.prune_runs(claim.agent, now - timedelta(days=1))
+        except OmnisyncError as exc:
+            logger.warning("could not record the end of a summary claim: %s", exc)
+
+
+def _transcript_line(message: Message) -> str:
+    if message.tool_calls:
+        calls = ", ".join(f"{c['function']['name']}({c['function'].get('arguments', '')})" for c in message.tool_calls)
+        return f"assistant called: {calls}"
+    if message.role == "tool":
+        return f"tool result: {message.content}"
+    return f"{message.role}: {message.content}"

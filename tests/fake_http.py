@@ -1,0 +1,76 @@
+"""Mocked HTTP for the model client: a requests adapter that answers from a script."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import requests
+from requests.adapters import BaseAdapter
+
+Answer = Any  # a dict (200 JSON), a (status, body, headers) tuple, or an exception to raise
+
+
+def completion(content: str | None = "ok", tool_calls: list[dict[str, Any]] | None = None, **usage: int) -> dict[str, Any]:
+    """A CreateChatCompletionResponse with every required field, as OpenAI's description has it."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    body: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "test-model",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop", "logprobs": None}],
+    }
+    if usage:
+        body["usage"] = {
+            "prompt_tokens": usage.get("prompt_tokens", 0),
+            "completion_tokens": usage.get("completion_tokens", 0),
+            "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0),
+        }
+    return body
+
+
+class ScriptedAdapter(BaseAdapter):
+    """Answers each request with the next scripted answer, and keeps what was sent."""
+
+    def __init__(self, answers: list[Answer] | Callable[[dict[str, Any]], Answer]) -> None:
+        super().__init__()
+        self.answers = answers
+        self.sent: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        body = json.loads(request.body) if request.body else None
+        self.sent.append(body)
+        self.headers.append(dict(request.headers))
+        answer = self.answers(body) if callable(self.answers) else self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        status, payload, headers = (200, answer, {}) if isinstance(answer, dict) else answer
+        response = requests.Response()
+        response.status_code = status
+        response.headers.update({"content-type": "application/json", **headers})
+        response._content = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        response.request = request
+        response.url = request.url or ""
+        return response
+
+    def close(self) -> None:
+        pass
+
+
+def install(monkeypatch: Any, answers: list[Answer] | Callable[[dict[str, Any]], Answer]) -> ScriptedAdapter:
+    """Route every requests.Session the model client makes through a ScriptedAdapter."""
+    adapter = ScriptedAdapter(answers)
+    original = requests.Session.__init__
+
+    def session_init(self: requests.Session, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.mount("http://", adapter)
+        self.mount("https://", adapter)
+
+    monkeypatch.setattr(requests.Session, "__init__", session_init)
+    return adapter

@@ -1,0 +1,53 @@
+"""The reference page's examples, blocking, run as written against recorded cassettes."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_example(script, cassette, *args, cwd=None, env=None):
+    command = [sys.executable, "-m", "omnisync.testing", "--cassette", str(ROOT / "cassettes" / cassette), str(ROOT / "examples" / script), *args]
+    environment = {**os.environ, "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", **(env or {})}
+    environment.pop("OPENAI_API_KEY", None)
+    done = subprocess.run(command, cwd=cwd or ROOT, env=environment, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_conversation_the_agent_remembers():
+    lines = run_example("agent_memory.py", "recorded/agent_memory.yaml").splitlines()
+    roles = [line.split(" | ")[0] for line in lines if " | " in line]
+    assert roles[-4:] == ["user", "assistant", "user", "assistant"]
+    assert "user | My project is called Atlas." in lines and "user | What is my project called?" in lines
+
+
+def test_two_processes_share_one_conversation_through_a_sqlite_file(tmp_path):
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'memory.db'}"}
+    run_example("remember.py", "recorded/remember_first.yaml", "My project is called Atlas and it ships on Friday.", cwd=tmp_path, env=env)
+    # The second process's request must carry the first exchange, read from the file:
+    # the cassette matches on the whole body, so replaying it proves the history was sent.
+    run_example("remember.py", "recorded/remember_second.yaml", "When does my project ship, and what is it called?", cwd=tmp_path, env=env)
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "memory.db") as db:
+        rows = db.execute("select role, content from omnisync_messages order by seq").fetchall()
+    assert [r[0] for r in rows] == ["user", "assistant", "user", "assistant"]
+    assert rows[0][1] == "My project is called Atlas and it ships on Friday."
+
+
+def test_remember_defaults_to_a_sqlite_file_in_the_working_directory(tmp_path):
+    env = dict(os.environ)
+    env.pop("DATABASE_URL", None)
+    run_example("remember.py", "recorded/remember_first.yaml", "My project is called Atlas and it ships on Friday.", cwd=tmp_path, env={})
+    assert (tmp_path / "memory.db").exists()
+
+
+def test_windows_and_summaries_example_prints_the_pages_shape():
+    lines = run_example("windows.py", "recorded/windows.yaml").splitlines()
+    history = [line for line in lines if " | " in line][-4:]
+    assert history[0].startswith("user | [CONVERSATION SUMMARY]")
+    assert [line.split(" | ")[0] for line in history] == ["user", "assistant", "user", "assistant"]
+    assert history[2] == "user | Who is on the team, and what is the project called?"

@@ -1,0 +1,185 @@
+import pytest
+import requests
+
+from omnisync.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    InternalServerError,
+    ModelConnectionError,
+    ModelResponseError,
+    ModelTimeoutError,
+    RateLimitError,
+)
+from omnisync.model.client import ChatClient, parse_completion
+from omnisync.model.config import ModelConfig
+from omnisync.model.retry import RETRY_AFTER_CAP, retry_after_seconds
+from fake_http import completion, install
+from openapi import openapi_or_skip
+
+LOCAL = {"provider": "openai", "model": "test-model", "base_url": "http://127.0.0.1:9/v1"}
+
+
+def client(sleeps=None, **config):
+    return ChatClient(ModelConfig.from_dict({**LOCAL, **config}), sleep=(sleeps.append if sleeps is not None else lambda s: None))
+
+
+def test_posts_to_chat_completions_with_model_messages_and_sampling(monkeypatch):
+    http = install(monkeypatch, [completion("hi", prompt_tokens=3, completion_tokens=1)])
+    answer = client(temperature=0.2, api_key="secret").complete([{"role": "user", "content": "hello"}])
+    assert answer.content == "hi" and answer.usage == {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
+    assert http.sent == [{"model": "test-model", "messages": [{"role": "user", "content": "hello"}], "temperature": 0.2}]
+    assert http.headers[0]["Authorization"] == "Bearer secret"
+
+
+def test_request_bodies_validate_against_openai_description(monkeypatch):
+    openapi = openapi_or_skip()
+    http = install(monkeypatch, [completion("a"), completion("b")])
+    tools = [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object", "properties": {}, "required": []}}}]
+    chat = client(temperature=0, max_completion_tokens=50, seed=1)
+    chat.complete([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}])
+    chat.complete(
+        [
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "r"},
+        ],
+        tools=tools,
+    )
+    for body in http.sent:
+        openapi.check_request(body)
+
+
+def test_hand_written_responses_validate(monkeypatch):
+    openapi = openapi_or_skip()
+    openapi.check_response(completion("x", prompt_tokens=1, completion_tokens=1))
+    openapi.check_response(completion(None, [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]))
+
+
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503])
+def test_retries_retryable_statuses_then_succeeds(monkeypatch, status):
+    http = install(monkeypatch, [(status, {"error": {"message": "busy"}}, {}), completion("finally")])
+    sleeps = []
+    assert client(sleeps).complete([{"role": "user", "content": "x"}]).content == "finally"
+    assert len(http.sent) == 2 and len(sleeps) == 1
+
+
+def test_retries_connection_errors_and_timeouts(monkeypatch):
+    install(monkeypatch, [requests.ConnectionError("refused"), requests.Timeout("slow"), completion("up")])
+    assert client(max_retries=2).complete([{"role": "user", "content": "x"}]).content == "up"
+
+
+def test_honours_retry_after_up_to_a_cap(monkeypatch):
+    install(monkeypatch, [(429, {"error": {"message": "slow down"}}, {"retry-after": "7"}), (429, {}, {"retry-after": "9999"}), completion()])
+    sleeps = []
+    client(sleeps).complete([{"role": "user", "content": "x"}])
+    assert sleeps[0] == 7.0
+    assert sleeps[1] < RETRY_AFTER_CAP  # too long a wait is replaced by backoff
+
+
+def test_retry_after_accepts_http_dates():
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert retry_after_seconds("2.5") == 2.5 and retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+
+
+def test_attempts_are_bounded_and_the_last_error_is_raised(monkeypatch):
+    http = install(monkeypatch, lambda body: (503, {"error": {"message": "down"}}, {"x-request-id": "req_42"}))
+    with pytest.raises(InternalServerError) as caught:
+        client(max_retries=3).complete([{"role": "user", "content": "x"}])
+    assert len(http.sent) == 4
+    assert caught.value.status_code == 503 and caught.value.request_id == "req_42" and "down" in str(caught.value)
+
+
+@pytest.mark.parametrize("status,error", [(400, BadRequestError), (401, AuthenticationError)])
+def test_other_client_errors_are_not_retried(monkeypatch, status, error):
+    http = install(monkeypatch, lambda body: (status, {"error": {"message": "nope", "type": "invalid_request_error"}}, {}))
+    with pytest.raises(error) as caught:
+        client().complete([{"role": "user", "content": "x"}])
+    assert len(http.sent) == 1 and caught.value.body["error"]["message"] == "nope"
+
+
+def test_rate_limit_error_is_typed(monkeypatch):
+    install(monkeypatch, lambda body: (429, "plain text", {}))
+    with pytest.raises(RateLimitError, match="plain text"):
+        client(max_retries=0).complete([{"role": "user", "content": "x"}])
+
+
+def test_unreachable_server_raises_connection_error(monkeypatch):
+    install(monkeypatch, lambda body: requests.ConnectionError("refused"))
+    with pytest.raises(ModelConnectionError, match="could not reach"):
+        client(max_retries=1).complete([{"role": "user", "content": "x"}])
+
+
+def test_timeout_is_its_own_error(monkeypatch):
+    install(monkeypatch, lambda body: requests.Timeout())
+    with pytest.raises(ModelTimeoutError, match="did not answer within 5 s"):
+        client(max_retries=0, timeout=5).complete([{"role": "user", "content": "x"}])
+
+
+def test_a_body_that_is_not_a_completion_is_an_error(monkeypatch):
+    install(monkeypatch, [(200, "<html>", {})])
+    with pytest.raises(ModelResponseError):
+        client(max_retries=0).complete([{"role": "user", "content": "x"}])
+    with pytest.raises(ModelResponseError):
+        parse_completion({"object": "chat.completion"})
+
+
+def test_accepts_responses_without_optional_fields():
+    answer = parse_completion({"choices": [{"message": {"role": "assistant", "content": "hi"}}]})
+    assert answer.content == "hi" and answer.usage == {} and answer.finish_reason is None
+
+
+def test_each_thread_gets_its_own_session(monkeypatch):
+    import threading
+
+    install(monkeypatch, lambda body: completion())
+    chat = client()
+    seen = []
+
+    def work():
+        chat.complete([{"role": "user", "content": "x"}])
+        seen.append(id(chat._session()))
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(seen)) == 3
+    chat.close()
+
+
+def test_missing_key_for_openai_fails_when_built_naming_both_ways(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ConfigurationError, match="api_key.*OPENAI_API_KEY"):
+        ModelConfig.from_dict({"provider": "openai", "model": "gpt-5.4-mini"})
+
+
+def test_environment_supplies_base_url_and_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1/")
+    monkeypatch.setenv("OPENAI_API_KEY", "from-env")
+    config = ModelConfig.from_dict({"model": "m"})
+    assert config.base_url == "http://127.0.0.1:8080/v1" and config.api_key == "from-env"
+    assert "from-env" not in repr(config)
+    assert ModelConfig.from_dict({"model": "m", "api_key": "arg"}).api_key == "arg"
+
+
+@pytest.mark.parametrize(
+    "config,message",
+    [
+        ({"provider": "openai"}, "needs a model name"),
+        ({"model": ""}, "needs a model name"),
+        ({"model": "m", "provider": "anthropic"}, "Unknown provider: 'anthropic'"),
+        ({"model": "m", "temprature": 1}, "Unknown model_config key"),
+        ({"model": "m", "timeout": 0}, "timeout must be a positive number"),
+        ({"model": "m", "max_retries": -1}, "max_retries must be a whole number"),
+        ({"model": "m", "base_url": "localhost:8080"}, "base_url must be an http"),
+        ("gpt", "model_config must be a dict"),
+    ],
+)
+def test_bad_model_config_says_what_is_allowed(config, message):
+    if isinstance(config, dict):
+        config = {"base_url": "http://127.0.0.1:9/v1", **config}
+    with pytest.raises(ConfigurationError, match=message):
+        ModelConfig.from_dict(config)
