@@ -147,12 +147,18 @@ class OmniCoreAgent:
     def _after_run(self, result: dict[str, Any]) -> None:
         if result["status"] == "completed":
             self._summarizer.schedule(result["session_id"])
-        if time.monotonic() - self._pruned_at > PRUNE_EVERY_SECONDS or self._pruned_at == 0.0:
-            with self._prune_lock:
-                try:
-                    self.prune_runs()
-                except Exception as exc:  # pruning is housekeeping; the run itself succeeded
-                    logger.warning("pruning old run records failed: %s", exc)
+        if not self._prune_due():
+            return
+        with self._prune_lock:
+            if not self._prune_due():  # another thread pruned while this one waited
+                return
+            try:
+                self.prune_runs()
+            except Exception as exc:  # pruning is housekeeping; the run itself succeeded
+                logger.warning("pruning old run records failed: %s", exc)
+
+    def _prune_due(self) -> bool:
+        return self._pruned_at == 0.0 or time.monotonic() - self._pruned_at > PRUNE_EVERY_SECONDS
 
     # --- memory ----------------------------------------------------------------------------
 

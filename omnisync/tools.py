@@ -65,6 +65,11 @@ class ToolRegistry:
     def register_tool(self, name: str | None = None, requires_approval: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def decorator(function: Callable[..., Any]) -> Callable[..., Any]:
             tool_name = name or function.__name__
+            if inspect.iscoroutinefunction(function):
+                raise ConfigurationError(
+                    f"Tool {tool_name!r} is an async function; tools run in the agent's own thread, so register "
+                    "a plain function (call asyncio.run inside it if it must await)."
+                )
             if tool_name in self._tools:
                 raise ConfigurationError(f"A tool named {tool_name!r} is already registered; give this one another name.")
             self._tools[tool_name] = Tool(

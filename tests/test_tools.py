@@ -144,3 +144,13 @@ def test_tool_schema_from_type_hints():
     }
     with pytest.raises(ValueError, match="already registered"):
         tools.register_tool(name="search")(find)
+
+
+def test_async_tools_are_refused_with_a_way_out():
+    tools = ToolRegistry()
+
+    async def fetch() -> str:
+        return "x"
+
+    with pytest.raises(ValueError, match="async function"):
+        tools.register_tool()(fetch)

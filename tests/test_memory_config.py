@@ -1,0 +1,46 @@
+import pytest
+
+from omnisync import ConfigurationError
+from omnisync.memory_config import MemoryConfig
+
+
+def test_defaults():
+    assert MemoryConfig.from_dict(None) == MemoryConfig("sliding_window", 10_000, False, "keep")
+
+
+def test_a_partial_config_keeps_the_other_defaults():
+    config = MemoryConfig.from_dict({"value": 50})
+    assert (config.mode, config.value, config.summary_enabled) == ("sliding_window", 50, False)
+    assert config.max_messages == 50 and config.max_tokens is None
+
+
+def test_a_given_summary_replaces_the_default_and_missing_keys_take_the_summarizer_default():
+    config = MemoryConfig.from_dict({"summary": {"enabled": True}})
+    assert config.summary_enabled and config.retention_policy == "keep"
+    assert MemoryConfig.from_dict({"mode": "token_budget", "value": 300}).max_tokens == 300
+
+
+def test_invalid_mode_text_is_the_pages_and_always_in_the_same_order():
+    with pytest.raises(ValueError) as caught:
+        MemoryConfig.from_dict({"mode": "window"})
+    assert str(caught.value) == "Invalid memory mode: window. Must be one of {'sliding_window', 'token_budget'}."
+
+
+@pytest.mark.parametrize(
+    "config,text",
+    [
+        ({"value": 0}, "value must be a positive whole number"),
+        ({"value": "10"}, "value must be a positive whole number"),
+        ({"value": True}, "value must be a positive whole number"),
+        ({"size": 3}, "Unknown memory_config key(s): size. Allowed: mode, value, summary"),
+        ({"summary": {"enabled": True, "policy": "keep"}}, "Allowed: enabled, retention_policy"),
+        ({"summary": {"retention_policy": "archive"}}, "Invalid retention_policy: archive. Must be one of: keep, delete"),
+        ({"summary": {"enabled": "yes"}}, "enabled must be True or False"),
+        ({"summary": True}, "summary must be a dict"),
+        ([1], "memory_config must be a dict"),
+    ],
+)
+def test_bad_memory_config_says_what_exists(config, text):
+    with pytest.raises(ConfigurationError) as caught:
+        MemoryConfig.from_dict(config)
+    assert text in str(caught.value)
