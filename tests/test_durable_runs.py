@@ -22,15 +22,20 @@ CRASH = 'Weather, then wait: use lookup({"city": "Paris"}) use hang({"seconds": 
 
 
 @pytest.fixture(params=["sqlite", "postgres", "redis", "mongodb"])
-def store(request, tmp_path):
+def store(request, tmp_path, monkeypatch):
     """(kind, url) of a store several processes reach."""
-    if request.param == "sqlite":
-        return "sql", f"sqlite:///{tmp_path / 'memory.db'}"
-    if request.param == "postgres":
-        return "sql", postgres_url()
-    if request.param == "redis":
-        return "redis", redis_url()
-    return "mongodb", mongodb_uri()
+    if request.param != "mongodb":
+        url = {"sqlite": lambda: f"sqlite:///{tmp_path / 'memory.db'}", "postgres": postgres_url, "redis": redis_url}[request.param]()
+        yield ("redis" if request.param == "redis" else "sql"), url
+        return
+    uri = mongodb_uri()
+    database = f"omnisync_durable_{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("MONGODB_DB_NAME", database)  # the worker processes inherit it
+    yield "mongodb", uri
+    import pymongo
+
+    with pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000) as client:
+        client.drop_database(database)
 
 
 @pytest.fixture

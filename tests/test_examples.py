@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_example(script, cassette, *args, cwd=None, env=None):
     command = [sys.executable, "-m", "omnisync.testing", "--cassette", str(ROOT / "cassettes" / cassette), str(ROOT / "examples" / script), *args]
     environment = {**os.environ, "OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", **(env or {})}
-    environment.pop("OPENAI_API_KEY", None)
+    environment = {name: value for name, value in environment.items() if value is not None and name != "OPENAI_API_KEY"}
     done = subprocess.run(command, cwd=cwd or ROOT, env=environment, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -39,9 +39,7 @@ def test_two_processes_share_one_conversation_through_a_sqlite_file(tmp_path):
 
 
 def test_remember_defaults_to_a_sqlite_file_in_the_working_directory(tmp_path):
-    env = dict(os.environ)
-    env.pop("DATABASE_URL", None)
-    run_example("remember.py", "recorded/remember_first.yaml", "My project is called Atlas and it ships on Friday.", cwd=tmp_path, env={})
+    run_example("remember.py", "recorded/remember_first.yaml", "My project is called Atlas and it ships on Friday.", cwd=tmp_path, env={"DATABASE_URL": None})
     assert (tmp_path / "memory.db").exists()
 
 

@@ -1,0 +1,585 @@
+"""The MongoDB store, on pymongo: the same code for MongoDB and for FerretDB v1.
+
+Two collections, named after ``collection`` (default ``messages``):
+
+- ``messages``: one document per message, with a unique index on (agent, session_id, seq)
+  and the window index (agent, session_id, status, seq). A window is one query,
+  ``find(active, seq < before).sort(seq desc).limit(n)``; history reads every document
+  (no cap on a session's length). A clear leaves one "cleared" mark at the top of the
+  session, which every read leaves out, so seq never goes back.
+- ``messages_runs``: one document per saved version of a run: the record as JSON (exact to
+  the microsecond) plus the queried fields, times as BSON datetimes in UTC. A unique index
+  on (agent, run_id, version), and a TTL index on ``expires_at`` where the server has one.
+
+The one write both servers make atomic is an insert under a unique index, so every
+compare-and-set here is an insert that the index refuses when someone got there first:
+
+- seq: the session's highest seq, rounded up to even, plus 2 (one indexed read), claimed by
+  inserting the step; a duplicate key means another process took it: take the step back
+  and try the next free numbers (see :meth:`MongoStore.append`).
+- a clear: its mark takes the seq above the newest (:meth:`MongoStore.clear`).
+- a fold: its summary takes ``last_seq + 1``, then checks the range (:meth:`MongoStore.fold`).
+- a run save: it inserts version ``expected + 1`` and then checks that version is the newest
+  and follows a live ``expected`` (:meth:`MongoStore.save_run`).
+
+What FerretDB v1.24 (SQLite backend) lacks, as probed, and why the design above works on both:
+
+- Atomic updates. 4 threads doing 100 ``find_one_and_update($inc)`` each on one document
+  ended at 63, with values handed out twice; ``update_one`` with a version filter let 400
+  "successful" compare-and-sets through for 162 versions. (FerretDB issue #3040: the SQLite
+  handler reads and writes an update without a transaction.) So no ``$inc`` counter, no
+  conditional-update lease, no update-based compare-and-set: unique inserts instead, which
+  held under the same load (400 of 400 distinct). The only updates left only ever set
+  ``status`` to "inactive", which concurrent writers cannot get wrong.
+- Multi-document transactions ("unknown field startTransaction"). Nothing uses them; each
+  method's docstring says what a reader can see half-way and why nothing is lost.
+- TTL indexes ("expireAfterSeconds is not implemented yet"): the index is created where the
+  server has it (:attr:`MongoStore.expires_runs_itself`). Either way an expired run is gone
+  to every read, creating a run over it is allowed, and ``prune_runs`` deletes it.
+- ``$group`` accumulators other than ``$sum``/``$count`` (no ``$max``, ``$first``, ``$last``),
+  and a projection in ``findAndModify``. ``sessions`` counts with ``$group``/``$sum`` and
+  reads each session's last activity from its newest message.
+- Field names with "." or a leading "$" (MongoDB 5+ takes them in nested documents; NUL is
+  never allowed in a BSON key). ``metadata`` and ``tool_calls`` are free JSON, so they are
+  stored as JSON text and round-trip exactly on both.
+- Index use: FerretDB creates and lists the indexes, but its SQLite backend's explain shows a
+  scan with no filter, sort or limit pushdown. The query is the one MongoDB answers from the
+  window index with a bounded IXSCAN.
+NUL characters inside string values are stored as themselves on both.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+from .. import _env
+from .._logging import logger
+from ..errors import ConfigurationError, MissingDependencyError, RunConflictError, StoreError
+from ..messages import ACTIVE, INACTIVE, Message, utcnow
+from ..run_record import FINISHED_STATUSES, RunRecord
+from .base import SEQ_STEP, MemoryStore, SessionInfo
+
+try:
+    import pymongo
+    from bson import ObjectId
+    from pymongo import ASCENDING, DESCENDING
+    from pymongo.collection import Collection
+    from pymongo.cursor import Cursor
+    from pymongo.errors import BulkWriteError, DuplicateKeyError, InvalidName, OperationFailure, PyMongoError
+    from pymongo.errors import ConfigurationError as MongoConfigurationError
+except ImportError as exc:  # pragma: no cover - exercised by the missing-extra test
+    raise MissingDependencyError(
+        "MongoDB memory requires optional dependency 'pymongo'. Install it with: pip install 'omnisync[mongodb]'"
+    ) from exc
+
+SEQ_INDEX = "omnisync_seq"
+WINDOW_INDEX = "omnisync_window"
+RUN_INDEX = "omnisync_run_version"
+RUN_LIST_INDEX = "omnisync_run_list"
+RUN_TTL_INDEX = "omnisync_run_ttl"
+
+APPEND_TRIES = 100
+"""How many times an append tries the next free seqs while other processes take them first."""
+
+CLEARED = "cleared"
+"""The status of the mark a clear leaves at the top of a session: never a message."""
+_STORED = {"status": {"$ne": CLEARED}}
+
+_DUPLICATE_KEY = 11000
+_NOT_IMPLEMENTED = 238  # the server's code for a feature it does not have
+
+
+class MongoStore(MemoryStore):
+    """Messages and runs in MongoDB (``MONGODB_URI``) or a wire-compatible server such as FerretDB."""
+
+    kind = "mongodb"
+
+    def __init__(
+        self,
+        client: "pymongo.MongoClient[Any]",
+        db_name: str | None = None,
+        collection: str | None = None,
+        *,
+        ensure_indexes: bool = True,
+    ) -> None:
+        """Use ``client`` (:meth:`close` leaves it open). ``ensure_indexes=False`` skips creating
+        the indexes, for a user who may not (run :meth:`ensure_indexes` once elsewhere)."""
+        self.client = client
+        self._owns_client = False
+        name = _name("collection", collection if collection is not None else _env.mongodb_collection())
+        try:
+            self.db = client[_name("db_name", db_name if db_name is not None else _env.mongodb_db_name())]
+            self.messages: Collection[Any] = self.db[name]
+            self.runs: Collection[Any] = self.db[f"{name}_runs"]
+        except InvalidName as exc:
+            raise ConfigurationError(f"MongoDB store: {exc}") from exc
+        self.expires_runs_itself: bool | None = None
+        """Whether the server expires runs by the TTL index (None until :meth:`ensure_indexes` ran)."""
+        if ensure_indexes:
+            self.ensure_indexes()
+
+    @classmethod
+    def from_url(cls, url: str, db_name: str | None = None, collection: str | None = None, **client_options: Any) -> "MongoStore":
+        """A store on a client of its own; ``client_options`` go to ``MongoClient`` (``tz_aware`` is always on)."""
+        client_options["tz_aware"] = True
+        client_options.setdefault("appname", "omnisync")
+        try:
+            client: pymongo.MongoClient[Any] = pymongo.MongoClient(url, **client_options)
+        except MongoConfigurationError as exc:
+            raise ConfigurationError(f"MongoDB store: bad MONGODB_URI or client option: {exc}") from exc
+        try:
+            store = cls(client, db_name, collection)
+        except BaseException:
+            client.close()
+            raise
+        store._owns_client = True
+        return store
+
+    def ensure_indexes(self) -> None:
+        """Create the indexes the queries and the compare-and-sets rely on (idempotent)."""
+        with self._errors("creating indexes"):
+            self.messages.create_index(
+                [("agent", ASCENDING), ("session_id", ASCENDING), ("seq", ASCENDING)], unique=True, name=SEQ_INDEX
+            )
+            self.messages.create_index(
+                [("agent", ASCENDING), ("session_id", ASCENDING), ("status", ASCENDING), ("seq", ASCENDING)],
+                name=WINDOW_INDEX,
+            )
+            self.runs.create_index(
+                [("agent", ASCENDING), ("run_id", ASCENDING), ("version", ASCENDING)], unique=True, name=RUN_INDEX
+            )
+            self.runs.create_index([("agent", ASCENDING), ("created_at", ASCENDING)], name=RUN_LIST_INDEX)
+            try:
+                self.runs.create_index("expires_at", expireAfterSeconds=0, name=RUN_TTL_INDEX)
+                self.expires_runs_itself = True
+            except OperationFailure as exc:
+                if exc.code != _NOT_IMPLEMENTED:
+                    raise
+                logger.debug("%s: the server has no TTL indexes; expired runs are hidden and pruned", self._describe())
+                self.expires_runs_itself = False
+
+    def _describe(self) -> str:
+        return f"MongoDB store {self.db.name}.{self.messages.name}"
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except PyMongoError as exc:
+            logger.debug("%s: %s failed: %s", self._describe(), action, exc)
+            raise StoreError(f"{self._describe()}: {action} failed: {exc.__class__.__name__}: {exc}") from exc
+
+    # --- messages -------------------------------------------------------------------
+
+    def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        """Insert the step with one ordered ``insert_many`` at the next free even seqs.
+
+        The unique index decides who gets a seq: a step that meets a taken one deletes what it
+        inserted (by ``_id``, so nothing of anyone else's) and tries the numbers after, up to
+        :data:`APPEND_TRIES` times. Each document is written atomically and in seq order;
+        without transactions a reader may see the first messages of a step before the rest,
+        or (under contention) a message that is then moved to a higher seq. A failed append
+        takes its messages back before raising StoreError (best effort if the server is gone).
+        A cleared session's mark counts as its newest seq, so seq never goes back.
+        """
+        key = _session(agent, session_id)
+        if not messages:
+            return []
+        with self._errors(f"appending to session {session_id!r}"):
+            for _ in range(APPEND_TRIES):
+                started = time.monotonic()
+                now = _now()
+                first = self._next_seq(key)
+                written = [
+                    m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now)
+                    for i, m in enumerate(messages)
+                ]
+                documents = [{"_id": ObjectId(), **_message_document(m)} for m in written]
+                try:
+                    self.messages.insert_many(documents, ordered=True)
+                    return written
+                except PyMongoError as exc:
+                    self._take_back([doc["_id"] for doc in documents])
+                    if not _only_duplicates(exc):
+                        raise
+                time.sleep(random.uniform(0, time.monotonic() - started))  # out of step with the winner
+        raise StoreError(f"{self._describe()}: appending to session {session_id!r} lost the race for a seq {APPEND_TRIES} times")
+
+    def _next_seq(self, key: dict[str, str]) -> int:
+        newest = self.messages.find_one(key, {"seq": 1}, sort=[("seq", DESCENDING)])
+        return (int(newest["seq"]) // SEQ_STEP + 1) * SEQ_STEP if newest else SEQ_STEP
+
+    def _take_back(self, ids: list[ObjectId]) -> None:
+        try:
+            self.messages.delete_many({"_id": {"$in": ids}})
+        except PyMongoError as exc:
+            logger.warning("%s: could not take back the messages of a failed append: %s", self._describe(), exc)
+
+    def window_query(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> "Cursor[Any]":
+        """The one bounded query :meth:`latest` runs, for ``explain()`` in tests and benchmarks."""
+        query: dict[str, Any] = {**_session(agent, session_id), "status": ACTIVE}
+        if before_seq is not None:
+            query["seq"] = {"$lt": _integer("before_seq", before_seq)}
+        return self.messages.find(query).sort("seq", DESCENDING).limit(_integer("limit", limit))
+
+    def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
+        cursor = self.window_query(agent, session_id, limit, before_seq)
+        if limit <= 0:  # limit(0) would mean "no limit"
+            return []
+        with self._errors(f"reading the window of session {session_id!r}"):
+            return [_document_message(doc) for doc in cursor]
+
+    def history(self, agent: str, session_id: str, include_inactive: bool = False) -> list[Message]:
+        query = {**_session(agent, session_id), "status": {"$ne": CLEARED} if include_inactive else ACTIVE}
+        with self._errors(f"reading the history of session {session_id!r}"):
+            return [_document_message(doc) for doc in self.messages.find(query).sort("seq", ASCENDING)]
+
+    def clear(self, agent: str, session_id: str | None = None) -> int:
+        """Delete the messages under a "cleared" mark one above the session's newest seq.
+
+        The mark is inserted first (so a concurrent append either lands above it and stays, or
+        reads it as the newest seq) and keeps the seq from going back; the last one stays.
+        """
+        if session_id is not None:
+            keys = [_session(agent, session_id)]
+        else:
+            pipeline = [{"$match": {"agent": _text("agent", agent), **_STORED}}, {"$group": {"_id": "$session_id"}}]
+            with self._errors("clearing"):
+                keys = [{"agent": agent, "session_id": group["_id"]} for group in self.messages.aggregate(pipeline)]
+        with self._errors("clearing"):
+            return sum(self._clear_session(key) for key in keys)
+
+    def _clear_session(self, key: dict[str, str]) -> int:
+        for _ in range(APPEND_TRIES):
+            newest = self.messages.find_one(key, {"seq": 1, "status": 1}, sort=[("seq", DESCENDING)])
+            if newest is None:
+                return 0
+            mark = int(newest["seq"]) + (newest["status"] != CLEARED)  # after a clear that failed half-way: its mark
+            if mark != newest["seq"]:
+                try:
+                    self.messages.insert_one({**key, "seq": mark, "status": CLEARED, "created_at": _now()})
+                except DuplicateKeyError:  # a message came in meanwhile: mark above it
+                    continue
+            cleared = self.messages.delete_many({**key, "seq": {"$lt": mark}, **_STORED}).deleted_count
+            self.messages.delete_many({**key, "seq": {"$lt": mark}, "status": CLEARED})
+            return int(cleared)
+        raise StoreError(f"{self._describe()}: clearing session {key['session_id']!r} lost the race {APPEND_TRIES} times")
+
+    def sessions(self, agent: str | None = None) -> list[SessionInfo]:
+        """Counts by ``$group``/``$sum``; each session's last activity is its newest message's time."""
+        match: dict[str, Any] = {"agent": _text("agent", agent)} if agent is not None else {}
+        pipeline: list[dict[str, Any]] = [{"$match": {**match, **_STORED}}]
+        pipeline.append({"$group": {"_id": {"agent": "$agent", "session_id": "$session_id"}, "count": {"$sum": 1}}})
+        found = []
+        with self._errors("listing sessions"):
+            groups = sorted((g["_id"]["agent"], g["_id"]["session_id"], int(g["count"])) for g in self.messages.aggregate(pipeline))
+            for a, s, count in groups:
+                key = {"agent": a, "session_id": s, **_STORED}
+                newest = self.messages.find_one(key, {"created_at": 1}, sort=[("seq", DESCENDING)])
+                if newest is not None:  # else cleared meanwhile
+                    found.append(SessionInfo(a, s, count, _utc(newest.get("created_at"))))
+        return found
+
+    def fold(
+        self,
+        agent: str,
+        session_id: str,
+        summary: Message,
+        *,
+        first_seq: int,
+        last_seq: int,
+        expected_count: int,
+        delete: bool,
+    ) -> Message | None:
+        """The compare-and-set, without a transaction, in four steps:
+
+        1. Count the active messages in ``[first_seq, last_seq]``; not ``expected_count``: None.
+        2. Insert the summary at ``last_seq + 1``, active. The unique index refuses a second
+           summary of the same range: None.
+        3. Count again; not ``expected_count``: delete the summary, None.
+        4. Mark the range's active messages inactive (or delete them). None retired (the
+           session was cleared, or another fold retired them): delete the summary, None.
+           Then sweep the range again until a pass finds nothing active.
+
+        Nothing is lost in any interleaving: a message is retired only after a summary of it
+        is stored, so a fold that dies half-way leaves the summary *and* the originals active
+        (a reader in between sees both too), never neither. Two folds of one session with
+        different ranges end with one active summary. The shorter one's summary lies inside
+        the longer one's range: whichever counts second sees the other's work and withdraws,
+        or both counted first and the longer one's sweep retires the shorter one's summary
+        with the messages it covers. The sweep is needed because a multi-document update
+        (MongoDB's as well as FerretDB's) is no snapshot: a summary inserted while it runs
+        can be passed over.
+        """
+        key = _session(agent, session_id)
+        first, last = _integer("first_seq", first_seq), _integer("last_seq", last_seq)
+        if _integer("expected_count", expected_count) <= 0:
+            return None
+        written = summary.placed(agent=agent, session_id=session_id, seq=last + 1, created_at=_now())
+        document = {"_id": ObjectId(), **_message_document(written)}
+        in_range = {**key, "status": ACTIVE, "seq": {"$gte": first, "$lte": last}}
+        with self._errors(f"folding session {session_id!r}"):
+            if self.messages.count_documents(in_range) != expected_count:
+                return None
+            try:
+                self.messages.insert_one(document)
+            except DuplicateKeyError:
+                return None
+            try:
+                holds = self.messages.count_documents(in_range) == expected_count
+            except PyMongoError:
+                self._take_back([document["_id"]])
+                raise
+            if not holds:
+                self.messages.delete_one({"_id": document["_id"]})
+                return None
+            if self._retire(in_range, delete) == 0:
+                self.messages.delete_one({"_id": document["_id"]})
+                return None
+            for _ in range(APPEND_TRIES):  # until a pass finds nothing: see the docstring
+                if self._retire(in_range, delete) == 0:
+                    break
+        return written
+
+    def _retire(self, in_range: dict[str, Any], delete: bool) -> int:
+        if delete:
+            return int(self.messages.delete_many(in_range).deleted_count)
+        return int(self.messages.update_many(in_range, {"$set": {"status": INACTIVE}}).modified_count)
+
+    # --- runs -----------------------------------------------------------------------
+
+    def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
+        """Insert version ``expected + 1``, then check it is the newest and follows a live ``expected``.
+
+        The unique index refuses a second save over the same version; the check after the
+        insert refuses a save over a version that is not the newest any more or never was
+        (the inserted document is deleted again). Readers take the newest version, so a save
+        that is refused never shows. Older versions are deleted once the new one holds.
+        """
+        key = _run_key(record.agent, record.run_id)
+        _text("session_id", record.session_id)
+        version = (_integer("expected_version", expected_version) if expected_version is not None else 0) + 1
+        saved = record.evolve(version=version)
+        document = {"_id": ObjectId(), **_run_document(saved)}
+        with self._errors(f"saving run {record.run_id!r}"):
+            if expected_version is None:
+                self._forget_if_expired(key)
+            try:
+                self.runs.insert_one(document)
+            except DuplicateKeyError as exc:
+                raise _conflict(record, expected_version) from exc
+            if not self._is_newest(key, version):
+                self.runs.delete_one({"_id": document["_id"]})
+                raise _conflict(record, expected_version)
+            try:
+                self.runs.delete_many({**key, "version": {"$lt": version}})
+            except PyMongoError as exc:  # readers skip them; the next save deletes them
+                logger.warning("%s: could not delete the old versions of run %r: %s", self._describe(), record.run_id, exc)
+        return saved
+
+    def _forget_if_expired(self, key: dict[str, str]) -> None:
+        """Delete a run whose newest version has expired (by ``_id``: a new version is never hit)."""
+        versions = list(self.runs.find(key, {"version": 1, "expires_at": 1}).sort("version", DESCENDING))
+        if versions and _expired(versions[0], utcnow()):
+            self.runs.delete_many({"_id": {"$in": [v["_id"] for v in versions]}})
+
+    def _is_newest(self, key: dict[str, str], version: int) -> bool:
+        recent = {**key, "version": {"$gte": version - 1}}
+        found = list(self.runs.find(recent, {"version": 1, "expires_at": 1}).sort("version", DESCENDING))
+        if not found or found[0]["version"] != version:
+            return False
+        if version == 1:
+            return True
+        return len(found) > 1 and found[1]["version"] == version - 1 and not _expired(found[1], utcnow())
+
+    def load_run(self, agent: str, run_id: str) -> RunRecord | None:
+        with self._errors(f"loading run {run_id!r}"):
+            newest = self.runs.find_one(_run_key(agent, run_id), {"data": 1, "expires_at": 1}, sort=[("version", DESCENDING)])
+        if newest is None or _expired(newest, utcnow()):
+            return None
+        return RunRecord.from_json(newest["data"])
+
+    def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
+        query: dict[str, Any] = {"agent": _text("agent", agent)}
+        if session_id is not None:
+            query["session_id"] = _text("session_id", session_id)
+        if status is not None:
+            query["status"] = _text("status", status)
+        order = [("created_at", ASCENDING), ("run_id", ASCENDING), ("version", DESCENDING)]
+        with self._errors("listing runs"):
+            found = list(self.runs.find(query, {"run_id": 1, "version": 1, "expires_at": 1, "data": 1}).sort(order))
+            newest = _newest_versions(found)
+            if status is not None and found:  # a newer version may have left this status
+                ids = list({doc["run_id"] for doc in found})
+                newest = _newest_versions(self.runs.find({"agent": agent, "run_id": {"$in": ids}}, {"run_id": 1, "version": 1}))
+        now = utcnow()
+        return [
+            RunRecord.from_json(doc["data"])
+            for doc in found
+            if doc["version"] == newest[doc["run_id"]] and not _expired(doc, now)
+        ]
+
+    def prune_runs(self, agent: str, finished_before: datetime) -> int:
+        """Delete the runs that finished before ``finished_before``, and any run past its ``expires_at``."""
+        if not isinstance(finished_before, datetime):
+            raise ConfigurationError(f"finished_before must be a datetime, not {type(finished_before).__name__}")
+        before, now = _utc(finished_before), utcnow()
+        candidates = {
+            "agent": _text("agent", agent),
+            "$or": [
+                {"status": {"$in": list(FINISHED_STATUSES)}, "finished_at": {"$lt": before}},
+                {"expires_at": {"$lte": now}},
+            ],
+        }
+        fields = {"run_id": 1, "version": 1, "status": 1, "finished_at": 1, "expires_at": 1}
+        with self._errors("pruning runs"):
+            ids = list({doc["run_id"] for doc in self.runs.find(candidates, {"run_id": 1})})
+            if not ids:
+                return 0
+            runs: dict[str, list[dict[str, Any]]] = {}
+            for doc in self.runs.find({"agent": agent, "run_id": {"$in": ids}}, fields).sort("version", DESCENDING):
+                runs.setdefault(doc["run_id"], []).append(doc)
+            doomed = [versions for versions in runs.values() if _expired(versions[0], now) or _finished_before(versions[0], before)]
+            if doomed:
+                self.runs.delete_many({"_id": {"$in": [doc["_id"] for versions in doomed for doc in versions]}})
+        return len(doomed)
+
+    def close(self) -> None:
+        if self._owns_client:
+            self.client.close()
+
+
+# --- helpers ------------------------------------------------------------------------
+
+
+def _text(name: str, value: object) -> str:
+    """``value`` if it is a string: anything else (a dict like {"$gt": ""}) never reaches a query."""
+    if not isinstance(value, str):
+        raise ConfigurationError(f"{name} must be a string, not {type(value).__name__}: {value!r:.60}")
+    return value
+
+
+def _integer(name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be an integer, not {type(value).__name__}: {value!r:.60}")
+    return value
+
+
+def _name(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"MongoDB store: {name} must be a non-empty string, not {value!r:.60}")
+    return value
+
+
+def _session(agent: object, session_id: object) -> dict[str, str]:
+    return {"agent": _text("agent", agent), "session_id": _text("session_id", session_id)}
+
+
+def _run_key(agent: object, run_id: object) -> dict[str, str]:
+    return {"agent": _text("agent", agent), "run_id": _text("run_id", run_id)}
+
+
+def _only_duplicates(exc: PyMongoError) -> bool:
+    """Whether a failed insert failed only because a seq was taken."""
+    if isinstance(exc, DuplicateKeyError):
+        return True
+    if not isinstance(exc, BulkWriteError):
+        return False
+    details = exc.details
+    errors = details.get("writeErrors") or []
+    return bool(errors) and not details.get("writeConcernErrors") and all(e.get("code") == _DUPLICATE_KEY for e in errors)
+
+
+def _conflict(record: RunRecord, expected_version: int | None) -> RunConflictError:
+    if expected_version is None:
+        return RunConflictError(f"run {record.run_id} already exists")
+    return RunConflictError(f"run {record.run_id} was changed by someone else (expected version {expected_version})")
+
+
+def _newest_versions(docs: Any) -> dict[str, int]:
+    newest: dict[str, int] = {}
+    for doc in docs:
+        newest[doc["run_id"]] = max(newest.get(doc["run_id"], 0), int(doc["version"]))
+    return newest
+
+
+def _expired(doc: dict[str, Any], now: datetime) -> bool:
+    expires = _utc(doc.get("expires_at"))
+    return expires is not None and expires <= now
+
+
+def _finished_before(doc: dict[str, Any], before: datetime | None) -> bool:
+    finished = _utc(doc.get("finished_at"))
+    return doc["status"] in FINISHED_STATUSES and finished is not None and before is not None and finished < before
+
+
+def _now() -> datetime:
+    """The current UTC time at BSON's millisecond precision, so what append returns is what reads return."""
+    now = utcnow()
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _message_document(message: Message) -> dict[str, Any]:
+    return {
+        "agent": message.agent,
+        "session_id": message.session_id,
+        "seq": message.seq,
+        "status": message.status,
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": _json(message.tool_calls),
+        "tool_call_id": message.tool_call_id,
+        "name": message.name,
+        "run_id": message.run_id,
+        "tokens": message.tokens,
+        "created_at": message.created_at,
+        "metadata": _json(message.metadata or {}),
+    }
+
+
+def _document_message(doc: dict[str, Any]) -> Message:
+    return Message(
+        role=doc["role"],
+        content=doc.get("content"),
+        tool_calls=json.loads(doc["tool_calls"]) if doc.get("tool_calls") else None,
+        tool_call_id=doc.get("tool_call_id"),
+        name=doc.get("name"),
+        metadata=json.loads(doc["metadata"]) if doc.get("metadata") else {},
+        tokens=doc.get("tokens") or 0,
+        run_id=doc.get("run_id"),
+        agent=doc["agent"],
+        session_id=doc["session_id"],
+        seq=doc["seq"],
+        status=doc["status"],
+        created_at=_utc(doc.get("created_at")),
+    )
+
+
+def _run_document(record: RunRecord) -> dict[str, Any]:
+    return {
+        "agent": record.agent,
+        "run_id": record.run_id,
+        "version": record.version,
+        "session_id": record.session_id,
+        "status": record.status,
+        "created_at": record.created_at,
+        "finished_at": record.finished_at if record.status in FINISHED_STATUSES else None,
+        "expires_at": record.expires_at,
+        "data": record.to_json(),
+    }
