@@ -49,3 +49,16 @@ def test_windows_and_summaries_example_prints_the_pages_shape():
     assert history[0].startswith("user | [CONVERSATION SUMMARY]")
     assert [line.split(" | ")[0] for line in history] == ["user", "assistant", "user", "assistant"]
     assert history[2] == "user | Who is on the team, and what is the project called?"
+
+
+def test_the_pages_async_examples_run_with_only_their_import_changed(tmp_path):
+    """The same cassettes as the blocking examples: the shim sends exactly the same requests."""
+    page = run_example("aio_agent_memory.py", "recorded/agent_memory.yaml")
+    assert page == run_example("agent_memory.py", "recorded/agent_memory.yaml")
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'memory.db'}"}
+    run_example("aio_remember.py", "recorded/remember_first.yaml", "My project is called Atlas and it ships on Friday.", cwd=tmp_path, env=env)
+    run_example("aio_remember.py", "recorded/remember_second.yaml", "When does my project ship, and what is it called?", cwd=tmp_path, env=env)
+    windows = run_example("aio_windows.py", "recorded/windows.yaml")
+    assert windows == run_example("windows.py", "recorded/windows.yaml")
+    for example in ("aio_agent_memory.py", "aio_remember.py", "aio_windows.py"):
+        assert "from omnisync.aio import" in (ROOT / "examples" / example).read_text()
