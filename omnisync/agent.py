@@ -9,13 +9,14 @@ from typing import Any
 
 from ._logging import logger
 from .agent_config import AgentConfig
+from .approvals import record_decision
 from .context import fit_context
 from .errors import ConfigurationError, RunStateError
 from .messages import utcnow
 from .model.client import ChatClient
 from .model.config import ModelConfig
 from .router import MemoryRouter
-from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, RUN_STATUSES
+from .run_record import AWAITING_BUDGET, RUN_STATUSES
 from .runner import Runner, new_session_id, result_of
 from .stores.base import MemoryStore
 from .summaries import Summarizer
@@ -96,14 +97,7 @@ class OmniCoreAgent:
         """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""
         if not isinstance(approved, bool):
             raise ConfigurationError(f"approved must be True or False, not {approved!r}")
-        record = self._runner.load(_check_run_id(run_id))
-        if record.status != AWAITING_APPROVAL:
-            raise RunStateError(f"run {run_id} is {record.status}, not awaiting_approval")
-        if call_id not in {c["id"] for c in record.pending_calls}:
-            pending = ", ".join(c["id"] for c in record.pending_calls)
-            raise RunStateError(f"run {run_id} has no pending call {call_id!r}; pending: {pending}")
-        decisions = {**record.decisions, call_id: {"approved": approved, "reason": reason}}
-        saved = self._store().save_run(record.evolve(decisions=decisions, updated_at=utcnow()), expected_version=record.version)
+        saved = record_decision(self._store(), self.name, _check_run_id(run_id), call_id, approved, reason)
         return result_of(saved)
 
     def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from typing import Any
 from ._logging import logger
 from .agent_config import AgentConfig
 from .context import fit_context
-from .errors import ModelError, RunConflictError, RunNotFoundError, RunStateError
+from .approvals import load_run
+from .errors import ModelError, RunConflictError, RunStateError
 from .messages import Message, from_chat, utcnow
 from .model.client import ChatClient, Completion
 from .run_record import (
@@ -155,10 +156,7 @@ class Runner:
         return self._loop(store, context)
 
     def load(self, run_id: str) -> RunRecord:
-        record = self.store.load_run(self.agent, run_id)
-        if record is None:
-            raise RunNotFoundError(f"no run {run_id!r} for agent {self.agent!r} in this store")
-        return record
+        return load_run(self.store, self.agent, run_id)
 
     def _run_messages(self, store: MemoryStore, record: RunRecord) -> list[Message]:
         """This run's messages already in the session, oldest first (a bounded backwards read)."""

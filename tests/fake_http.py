@@ -9,6 +9,8 @@ from typing import Any
 import requests
 from requests.adapters import BaseAdapter
 
+from openapi import OpenAPI, spec_path
+
 Answer = Any  # a dict (200 JSON), a (status, body, headers) tuple, or an exception to raise
 
 
@@ -44,6 +46,8 @@ class ScriptedAdapter(BaseAdapter):
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
         body = json.loads(request.body) if request.body else None
+        if spec_path() is not None:  # every request omnisync sends must fit OpenAI's description
+            OpenAPI().check_request(body)
         self.sent.append(body)
         self.headers.append(dict(request.headers))
         answer = self.answers(body) if callable(self.answers) else self.answers.pop(0)

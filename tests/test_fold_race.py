@@ -1,7 +1,6 @@
 """Two processes folding one session at once: one summary, one model call, nothing lost."""
 
 import json
-import os
 import subprocess
 import sys
 import time

@@ -1,0 +1,5 @@
+"""``python -m omnisync.cli``: the same as the ``omnisync`` console script."""
+
+from .main import main
+
+raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""Which store a command talks to: ``--store``/``--url``, a URL's scheme, or the environment.
+
+The rules are MemoryRouter's, so the command line sees what the agents see: ``--store KIND``
+reads that kind's variable (``DATABASE_URL``, ``REDIS_URL``, ``MONGODB_URI``) unless ``--url``
+is given; ``--url`` alone lets its scheme pick the kind; with neither, the one store variable
+that is set picks it. Several set, or none, is an error that names them: never a guess.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from .. import _env
+from ..router import MemoryRouter
+from .errors import UsageError
+
+CLI_KINDS = ("sql", "redis", "mongodb")
+"""The kinds the command line can reach: an ``in_memory`` store lives only inside its process."""
+
+_SCHEME_KINDS = {
+    "sqlite": "sql",
+    "postgresql": "sql",
+    "mysql": "sql",
+    "mariadb": "sql",
+    "oracle": "sql",
+    "mssql": "sql",
+    "redis": "redis",
+    "rediss": "redis",
+    "unix": "redis",
+    "mongodb": "mongodb",
+}
+_ENV_URLS = (("DATABASE_URL", "sql", _env.database_url), ("REDIS_URL", "redis", _env.redis_url), ("MONGODB_URI", "mongodb", _env.mongodb_uri))
+_IN_PROCESS = "memory: is an in-process store: nothing outside the process that made it can read it"
+
+
+def kind_of_url(url: str) -> str:
+    """The store kind a URL's scheme names (``postgresql+psycopg://`` is ``sql``)."""
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme in ("memory", "in_memory", "in-memory"):
+        raise UsageError(_IN_PROCESS)
+    kind = _SCHEME_KINDS.get(scheme.split("+", 1)[0])
+    if kind is None:
+        raise UsageError(
+            f"cannot tell the store from {redact(url)!r}: use a URL such as sqlite:///./memory.db, "
+            "postgresql://user:pass@host/db, redis://host:6379/0 or mongodb://host:27017"
+        )
+    return kind
+
+
+def kind_from_environment() -> str:
+    """The kind whose URL variable is set, when exactly one is."""
+    found = [(name, kind) for name, kind, read in _ENV_URLS if read()]
+    if len(found) == 1:
+        return found[0][1]
+    if not found:
+        raise UsageError("no store given: pass --store KIND (and --url URL), or set DATABASE_URL, REDIS_URL or MONGODB_URI")
+    names = " and ".join(name for name, _ in found)
+    kinds = "|".join(kind for _, kind in found)
+    raise UsageError(f"{names} are set: pass --store {kinds} to choose one")
+
+
+def open_router(kind: str | None, url: str | None, timeout: float) -> MemoryRouter:
+    """A router on the chosen store; its connections fail within ``timeout`` seconds where the driver allows."""
+    if kind is None:
+        kind = kind_of_url(url) if url else kind_from_environment()
+    elif url:
+        named = kind_of_url(url)
+        if named != kind:
+            raise UsageError(f"--store {kind} does not match the URL {redact(url)!r} (a {named} URL)")
+    return MemoryRouter(kind, url=url, **_client_options(kind, timeout))
+
+
+def _client_options(kind: str, timeout: float) -> dict[str, Any]:
+    if kind == "redis":
+        return {"socket_connect_timeout": timeout}
+    if kind == "mongodb":
+        millis = int(timeout * 1000)
+        return {"serverSelectionTimeoutMS": millis, "connectTimeoutMS": millis}
+    return {}
+
+
+def redact(url: str) -> str:
+    """``url`` with its password hidden, for messages."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.netloc.rsplit("@", 1)[1]
+        return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    except ValueError:
+        return url

@@ -1,0 +1,262 @@
+"""Writing an export back into a store, through the public store interface only.
+
+``append`` numbers messages itself and ``fold`` is the only way a message becomes inactive, so
+a session is restored by replaying its history: its messages are appended oldest first, all
+active, and at each summary the fold that made it is made again. The fold covers the messages
+the export has as inactive that come just before the summary (an earlier summary among them),
+so they end up inactive and the summary lands right after them, where it stood. A summary whose
+originals were deleted (``retention_policy="delete"``) has nothing left to fold: it is folded
+over one placeholder message with ``delete=True``, which the same write removes.
+
+What comes out: the same messages in the same order, with the same statuses, roles, contents,
+tool calls, metadata, token counts and run ids, and the same summaries. What does not:
+
+- ``seq``: the store assigns it. A session restored into a store that never held it gets the
+  same numbers when the source had no gaps (no deleted originals, never cleared); otherwise
+  they are renumbered in the same order. A summary's ``first_seq``/``last_seq`` then name the
+  range its fold covered in the new store, and a run record's ``first_written_seq`` and
+  ``loaded_seq`` are moved to the new numbers of the same messages.
+- ``created_at``: the store stamps a message when it writes it (so a copy's last activity is
+  the time of the copy).
+
+Run records keep everything, their ``version`` included: after the create, the record is saved
+again (compare-and-set) until its version matches. A run record that has already expired is
+skipped (the store would drop it anyway).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..messages import ACTIVE, INACTIVE, Message, utcnow
+from ..run_record import RunRecord
+from ..stores.base import SEQ_STEP, MemoryStore
+from .errors import CommandError
+from .progress import Progress
+from .records import Counts, SessionDump
+
+APPEND_BATCH = 500
+PLACEHOLDER = Message(role="user", content="", metadata={"omnisync": "import placeholder"})
+_SHOWN = 5
+
+Key = tuple[str, str]
+
+
+@dataclass
+class Report:
+    """What a restore wrote, and what the end-of-copy check found."""
+
+    sessions: int = 0
+    written: Counts = field(default_factory=Counts)
+    runs: int = 0
+    runs_already_there: int = 0
+    runs_expired: int = 0
+
+    def describe(self) -> str:
+        text = f"{self.sessions} sessions, {self.written.describe()}, {self.runs} run records"
+        if self.runs_already_there:
+            text += f" ({self.runs_already_there} already there, left as they were)"
+        if self.runs_expired:
+            text += f" ({self.runs_expired} expired, skipped)"
+        return text
+
+
+class Restorer:
+    """Restores sessions and run records into ``store``; call :meth:`verify` at the end."""
+
+    def __init__(self, store: MemoryStore, *, append: bool, progress: Progress) -> None:
+        self.store = store
+        self.append = append
+        self.progress = progress
+        self.report = Report()
+        self._expected: dict[Key, Counts] = {}
+        self._seqs: dict[Key, tuple[list[int], list[int]]] = {}
+        self._written_runs: list[RunRecord] = []
+        self.started = False
+        """Whether anything has been written (a failure after that leaves the destination partly written)."""
+
+    # --- refusing to duplicate ------------------------------------------------------
+
+    def check_free(self, sessions: Iterable[Key], runs: Sequence[RunRecord]) -> None:
+        """Refuse, before anything is written, if the store already holds a session or run (unless appending)."""
+        wanted = list(dict.fromkeys(sessions))
+        held: set[Key] = set()
+        for agent in dict.fromkeys(a for a, _ in wanted):
+            held.update((s.agent, s.session_id) for s in self.store.sessions(agent))
+        taken = [key for key in wanted if key in held]
+        if self.append:
+            for key in taken:
+                self._expected[key] = Counts.of(self.store.history(*key, include_inactive=True))
+            return
+        if taken:
+            names = ", ".join(f"{s!r} of {a!r}" for a, s in taken[:_SHOWN]) + (" ..." if len(taken) > _SHOWN else "")
+            raise CommandError(
+                f"the destination already holds {len(taken)} of these sessions ({names}); nothing was written. "
+                "Pass --append to add the messages after the ones it holds."
+            )
+        clashing = [r for r in runs if self.store.load_run(r.agent, r.run_id) is not None]
+        if clashing:
+            names = ", ".join(r.run_id for r in clashing[:_SHOWN]) + (" ..." if len(clashing) > _SHOWN else "")
+            raise CommandError(
+                f"the destination already holds {len(clashing)} of these run records ({names}); nothing was written. "
+                "Pass --append to keep the ones it holds and add the rest."
+            )
+
+    # --- sessions -------------------------------------------------------------------
+
+    def session(self, dump: SessionDump) -> None:
+        """Replay one session's history (see the module docstring)."""
+        key = (dump.agent, dump.session_id)
+        self.started = True
+        self._expected[key] = self._expected.get(key, Counts()) + dump.counts()
+        replay = _Replay(self.store, dump.agent, dump.session_id, self.progress)
+        for message in dump.messages:
+            if message.is_summary:
+                replay.summary(message)
+            else:
+                replay.add(message)
+        replay.flush()
+        self._seqs[key] = (replay.old_seqs, replay.new_seqs)
+        self.report.sessions += 1
+        self.report.written = self.report.written + dump.counts()
+
+    # --- runs -----------------------------------------------------------------------
+
+    def runs(self, records: Iterable[RunRecord]) -> None:
+        now = utcnow()
+        for record in records:
+            if record.expires_at is not None and record.expires_at <= now:
+                self.report.runs_expired += 1
+                continue
+            if self.append and self.store.load_run(record.agent, record.run_id) is not None:
+                self.report.runs_already_there += 1
+                continue
+            moved = self._renumbered(record)
+            self.started = True
+            saved = self.store.save_run(moved, expected_version=None)
+            while saved.version < record.version:
+                saved = self.store.save_run(moved, expected_version=saved.version)
+            self._written_runs.append(saved)
+            self.report.runs += 1
+            self.progress.advance()
+
+    def _renumbered(self, record: RunRecord) -> RunRecord:
+        seqs = self._seqs.get((record.agent, record.session_id))
+        if seqs is None:
+            return record
+        changes: dict[str, Any] = {}
+        if record.first_written_seq is not None:
+            changes["first_written_seq"] = _new_seq(seqs, record.first_written_seq, up=True)
+        if record.loaded_seq is not None:
+            low, high = record.loaded_seq
+            changes["loaded_seq"] = (_new_seq(seqs, low, up=True), _new_seq(seqs, high, up=False))
+        return record.evolve(**changes)
+
+    # --- the check at the end -------------------------------------------------------
+
+    def verify(self) -> Report:
+        """Count what the store holds now against what was meant to be there; raise if they differ."""
+        wrong = []
+        for (agent, session_id), expected in self._expected.items():
+            found = Counts.of(self.store.history(agent, session_id, include_inactive=True))
+            if found != expected:
+                wrong.append(f"session {session_id!r} of {agent!r}: expected {expected.describe()}, found {found.describe()}")
+        for record in self._written_runs:
+            stored = self.store.load_run(record.agent, record.run_id)
+            if stored is None or stored.version != record.version:
+                wrong.append(f"run {record.run_id} of {record.agent!r}: not stored at version {record.version}")
+        if wrong:
+            shown = "; ".join(wrong[:_SHOWN]) + (f"; and {len(wrong) - _SHOWN} more" if len(wrong) > _SHOWN else "")
+            raise CommandError(f"the counts differ after writing: {shown}")
+        return self.report
+
+
+class _Replay:
+    """One session's replay: what is live so far, and the old and new seq of everything written."""
+
+    def __init__(self, store: MemoryStore, agent: str, session_id: str, progress: Progress) -> None:
+        self.store = store
+        self.agent = agent
+        self.session_id = session_id
+        self.progress = progress
+        self.pending: list[Message] = []
+        self.live: list[tuple[Message, int]] = []  # (as exported, new seq) of what is active now
+        self.old_seqs: list[int] = []
+        self.new_seqs: list[int] = []
+
+    def add(self, message: Message) -> None:
+        self.pending.append(message)
+        if len(self.pending) >= APPEND_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        written = self.store.append(self.agent, self.session_id, [_fresh(m) for m in self.pending])
+        for original, new in zip(self.pending, written):
+            self._placed(original, new.seq)  # type: ignore[arg-type]
+        self.progress.advance(len(self.pending))
+        self.pending = []
+
+    def summary(self, summary: Message) -> None:
+        self.flush()
+        folded = []
+        for original, new_seq in reversed(self.live):  # the inactive ones just before the summary
+            if original.status != INACTIVE:
+                break
+            folded.insert(0, new_seq)
+        if folded:
+            first, last, delete = folded[0], folded[-1], False
+        else:  # its originals were deleted: fold one placeholder away, deleting it
+            (placeholder,) = self.store.append(self.agent, self.session_id, [PLACEHOLDER])
+            first = last = placeholder.seq  # type: ignore[assignment]
+            delete = True
+        written = self.store.fold(
+            self.agent,
+            self.session_id,
+            _fresh(summary, folded_range=(first, last)),
+            first_seq=first,
+            last_seq=last,
+            expected_count=len(folded) or 1,
+            delete=delete,
+        )
+        if written is None:
+            raise CommandError(
+                f"the store refused to restore the summary at seq {summary.seq} of session {self.session_id!r} "
+                f"of {self.agent!r} (is something else writing to it?); the session is only partly written"
+            )
+        del self.live[len(self.live) - len(folded) :]
+        self._placed(summary, written.seq)  # type: ignore[arg-type]
+        self.progress.advance()
+
+    def _placed(self, original: Message, new_seq: int) -> None:
+        self.live.append((original, new_seq))
+        self.old_seqs.append(original.seq)  # type: ignore[arg-type]
+        self.new_seqs.append(new_seq)
+
+
+def _fresh(message: Message, folded_range: tuple[int, int] | None = None) -> Message:
+    """The message as it goes to ``append``/``fold``: active, with no seq or time of its own."""
+    metadata = message.metadata
+    info = metadata.get("summary")
+    if folded_range is not None and isinstance(info, dict) and ("first_seq" in info or "last_seq" in info):
+        metadata = {**metadata, "summary": {**info, "first_seq": folded_range[0], "last_seq": folded_range[1]}}
+    return replace(message, metadata=metadata, status=ACTIVE, seq=None, created_at=None, agent="", session_id="")
+
+
+def _new_seq(seqs: tuple[list[int], list[int]], old: int, *, up: bool) -> int:
+    """The new seq of the message that had ``old`` (or, if it is gone, of its nearest neighbour that way).
+
+    Both lists are in seq order: the replay writes oldest first.
+    """
+    olds, news = seqs
+    if not olds:
+        return old
+    if up:
+        index = bisect.bisect_left(olds, old)
+        return news[index] if index < len(olds) else news[-1] + SEQ_STEP
+    index = bisect.bisect_right(olds, old) - 1
+    return news[index] if index >= 0 else news[0]

@@ -1,0 +1,61 @@
+"""``runs``, ``approve`` and ``deny``: durable run records, and the approvals they wait for.
+
+A decision is recorded exactly as ``OmniCoreAgent.resolve_approval`` records it: the run is
+loaded, its status and call id checked, and the record saved with a compare-and-set on its
+version, so a decision never overwrites a change made meanwhile. No model is needed; the
+agent's process (or any other that reaches the store) then calls ``agent.resume(run_id)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..approvals import record_decision
+from ..router import MemoryRouter
+from ..run_record import AWAITING_APPROVAL, RunRecord
+from .output import note, print_json, table, when
+
+
+def runs(args: argparse.Namespace, router: MemoryRouter) -> int:
+    store = router.store
+    agents = [args.agent] if args.agent else sorted({s.agent for s in store.sessions()})
+    found = [r for agent in agents for r in store.list_runs(agent, status=args.status, session_id=args.session)]
+    if args.json:
+        print_json([r.to_record() for r in found])
+    elif found:
+        table(
+            ("RUN", "AGENT", "SESSION", "STATUS", "STEP", "UPDATED", "WAITING FOR"),
+            [(r.run_id, r.agent, r.session_id, r.status, r.step, when(r.updated_at), _waiting_for(r)) for r in found],
+        )
+    else:
+        note("no run records" + (f" with status {args.status}" if args.status else ""))
+    return 0
+
+
+def _waiting_for(record: RunRecord) -> str:
+    if record.status == AWAITING_APPROVAL:
+        undecided = [c for c in record.pending_calls if c["id"] not in record.decisions]
+        return ", ".join(f"{c['id']} ({c.get('function', {}).get('name', '?')})" for c in undecided)
+    if record.budget_request:
+        return f"budget: {record.budget_request}"
+    return ""
+
+
+def approve(args: argparse.Namespace, router: MemoryRouter) -> int:
+    return _decide(args, router, approved=True)
+
+
+def deny(args: argparse.Namespace, router: MemoryRouter) -> int:
+    return _decide(args, router, approved=False)
+
+
+def _decide(args: argparse.Namespace, router: MemoryRouter, *, approved: bool) -> int:
+    saved = record_decision(router.store, args.agent, args.run_id, args.call_id, approved, args.reason)
+    undecided = [c["id"] for c in saved.pending_calls if c["id"] not in saved.decisions]
+    verdict = "approved" if approved else "denied"
+    print(f"{verdict} call {args.call_id} of run {args.run_id} (agent {args.agent!r})")
+    if undecided:
+        note(f"still waiting for a decision on: {', '.join(undecided)}")
+    else:
+        note(f"every pending call is decided: resume the run with agent.resume({args.run_id!r})")
+    return 0

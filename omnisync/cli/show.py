@@ -1,0 +1,66 @@
+"""``sessions``, ``history`` and ``clear``: what a store holds per agent and session."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..messages import Message
+from ..router import MemoryRouter
+from .output import note, print_json, snippet, table, when
+from .records import message_line
+
+
+def sessions(args: argparse.Namespace, router: MemoryRouter) -> int:
+    found = router.store.sessions(args.agent)
+    if args.json:
+        print_json(
+            [
+                {"agent": s.agent, "session_id": s.session_id, "message_count": s.message_count, "last_activity": s.last_activity}
+                for s in found
+            ]
+        )
+    elif found:
+        table(("AGENT", "SESSION", "MESSAGES", "LAST ACTIVITY"), [(s.agent, s.session_id, s.message_count, when(s.last_activity)) for s in found])
+    else:
+        note("no sessions" + (f" for agent {args.agent!r}" if args.agent else ""))
+    return 0
+
+
+def history(args: argparse.Namespace, router: MemoryRouter) -> int:
+    messages = router.store.history(args.agent, args.session, include_inactive=args.all)
+    if args.json:
+        print_json([message_line(m) for m in messages])
+        return 0
+    if not messages:
+        note(f"no {'' if args.all else 'active '}messages in session {args.session!r} of agent {args.agent!r}")
+        return 0
+    if args.all:
+        table(("SEQ", "STATUS", "ROLE", "CONTENT"), [(m.seq, _status(m), m.role, _content(m)) for m in messages])
+    else:
+        table(("SEQ", "ROLE", "CONTENT"), [(m.seq, m.role, _content(m)) for m in messages])
+    return 0
+
+
+def _status(message: Message) -> str:
+    if not message.is_summary:
+        return message.status
+    info = message.metadata.get("summary")
+    folded = f" of {info['first_seq']}-{info['last_seq']}" if isinstance(info, dict) and "first_seq" in info and "last_seq" in info else ""
+    return f"{message.status}, summary{folded}"
+
+
+def _content(message: Message) -> str:
+    if message.tool_calls:
+        calls = ", ".join(f"{c.get('function', {}).get('name', '?')}({c.get('function', {}).get('arguments', '')})" for c in message.tool_calls)
+        return snippet(f"→ {calls}" + (f"  {message.content}" if message.content else ""))
+    if message.role == "tool":
+        return snippet(f"[{message.tool_call_id}] {message.content or ''}")
+    return snippet(message.content)
+
+
+def clear(args: argparse.Namespace, router: MemoryRouter) -> int:
+    session_id = None if args.all_sessions else args.session
+    deleted = router.store.clear(args.agent, session_id)
+    where = "every session" if session_id is None else f"session {session_id!r}"
+    print(f"cleared {where} of agent {args.agent!r}: {deleted} messages deleted (run records are kept)")
+    return 0

@@ -1,0 +1,425 @@
+"""The omnisync command, run as users run it: ``python -m omnisync.cli`` in a subprocess.
+
+Each test gets a SQLite store (``DATABASE_URL``) filled in-process through SQLStore: a session
+folded twice with ``retention_policy="keep"`` (a tool exchange among the folded messages), a
+session folded with ``"delete"`` (so its seqs have a gap), a second agent with the same session
+id, and run records, one of them awaiting approval.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+import backends
+from omnisync.agent import OmniCoreAgent
+from omnisync.messages import SUMMARY_PREFIX, Message, utcnow
+from omnisync.router import MemoryRouter
+from omnisync.run_record import AWAITING_APPROVAL, COMPLETED, RunRecord
+from omnisync.stores.base import MemoryStore
+from omnisync.stores.sql import SQLStore
+from store_contract import reply, tool_exchange, user
+
+REPO = Path(__file__).resolve().parents[1]
+AGENT = "assistant"
+STORE_VARIABLES = ("DATABASE_URL", "REDIS_URL", "MONGODB_URI", "MONGODB_DB_NAME", "MONGODB_COLLECTION", "OMNISYNC_REDIS_PREFIX")
+PENDING = [
+    {"id": "call_a", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "atlas"}'}},
+    {"id": "call_b", "type": "function", "function": {"name": "delete_file", "arguments": '{"path": "/tmp/x"}'}},
+]
+
+
+# --- helpers ------------------------------------------------------------------------
+
+
+def cli(*args: str, env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "omnisync.cli", *args], env=env, input=stdin, capture_output=True, text=True, timeout=120
+    )
+
+
+def environment(**variables: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in STORE_VARIABLES}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(variables)
+    return env
+
+
+def summary(text: str, first: int, last: int, folded: int) -> Message:
+    content = f"{SUMMARY_PREFIX} {text}"
+    metadata = {"summary": {"first_seq": first, "last_seq": last, "folded": folded, "model": "test"}}
+    return Message(role="user", content=content, metadata=metadata, tokens=12)
+
+
+def fill(store: MemoryStore) -> None:
+    # assistant/s1: seqs 2..16; [2, 8] folded into 9, then [9, 12] into 13, both kept inactive.
+    tool = tool_exchange("call_t")
+    tool = [replace(tool[0], run_id="run-old"), replace(tool[1], run_id="run-old", name="lookup")]
+    store.append(AGENT, "s1", [user("My project is called Atlas."), reply("Noted."), *tool])
+    store.append(AGENT, "s1", [user("It ships on Friday."), reply("Got it."), user("The team is Ada and Linus."), reply("Noted, Ada and Linus.")])
+    assert store.fold(AGENT, "s1", summary("Atlas; a lookup.", 2, 8, 4), first_seq=2, last_seq=8, expected_count=4, delete=False)
+    assert store.fold(AGENT, "s1", summary("Atlas ships Friday.", 9, 12, 3), first_seq=9, last_seq=12, expected_count=3, delete=False)
+    # assistant/s2: [2, 6] folded into 7 and deleted; 8 and 10 stay.
+    store.append(AGENT, "s2", [user("one"), reply("two"), user("three"), reply("four"), user("five")])
+    assert store.fold(AGENT, "s2", summary("one to three", 2, 6, 3), first_seq=2, last_seq=6, expected_count=3, delete=True)
+    # helper/s1: the same session id, another agent.
+    store.append("helper", "s1", [user("helper question"), reply("helper answer")])
+
+    now = utcnow()
+    waiting = RunRecord(
+        run_id="run-wait", agent=AGENT, session_id="s1", status="running", loaded_seq=(13, 16), first_written_seq=14,
+        usage={"prompt_tokens": 40, "completion_tokens": 8}, created_at=now, updated_at=now,
+    )
+    waiting = store.save_run(waiting, expected_version=None)
+    store.save_run(waiting.evolve(status=AWAITING_APPROVAL, step=1, pending_calls=PENDING), expected_version=waiting.version)
+    done = RunRecord(
+        run_id="run-done", agent=AGENT, session_id="s2", status=COMPLETED, response="done", loaded_seq=(7, 8),
+        first_written_seq=10, created_at=now + timedelta(seconds=1), updated_at=now, finished_at=now,
+    )
+    store.save_run(done, expected_version=None)
+    store.save_run(RunRecord(run_id="run-h", agent="helper", session_id="s1", status=COMPLETED, created_at=now), expected_version=None)
+
+
+def snapshot(store: MemoryStore) -> dict:
+    """Every session's messages (all fields but seq, time and a summary's seq range) and every run."""
+    sessions = {}
+    for info in store.sessions():
+        rows = []
+        for m in store.history(info.agent, info.session_id, include_inactive=True):
+            metadata = {k: v for k, v in m.metadata.items() if k != "summary"}
+            if m.is_summary:
+                metadata["summary"] = {k: v for k, v in m.metadata["summary"].items() if k not in ("first_seq", "last_seq")}
+            rows.append((m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.status, m.is_summary, metadata, m.tokens, m.run_id))
+        sessions[(info.agent, info.session_id)] = rows
+    runs = {}
+    for agent in (AGENT, "helper"):
+        for r in store.list_runs(agent):
+            runs[(agent, r.run_id)] = {k: v for k, v in r.to_record().items() if k not in ("first_written_seq", "loaded_seq")}
+    return {"sessions": sessions, "runs": runs}
+
+
+def seqs(store: MemoryStore, agent: str, session_id: str) -> list[tuple[int, str, bool]]:
+    return [(m.seq, m.status, m.is_summary) for m in store.history(agent, session_id, include_inactive=True)]
+
+
+def assert_one_line_failure(result: subprocess.CompletedProcess[str], status: int = 1) -> None:
+    assert result.returncode == status, result
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.fixture
+def db(tmp_path):
+    url = f"sqlite:///{tmp_path / 'memory.db'}"
+    with SQLStore(url) as store:
+        fill(store)
+    return url
+
+
+@pytest.fixture
+def env(db):
+    return environment(DATABASE_URL=db)
+
+
+def open_sql(url: str) -> SQLStore:
+    return SQLStore(url)
+
+
+# --- help and bad arguments -----------------------------------------------------------
+
+
+def test_help_lists_every_command(env):
+    result = cli("--help", env=env)
+    assert result.returncode == 0
+    for command in ("sessions", "history", "clear", "export", "import", "copy", "runs", "approve", "deny", "preview"):
+        assert command in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["frobnicate"],
+        ["history", "s1"],  # --agent is required
+        ["clear", "--agent", AGENT],  # neither SESSION nor --all-sessions
+        ["clear", "s1", "--agent", AGENT, "--all-sessions"],  # both
+        ["runs", "--status", "sleeping"],
+        ["preview", "s1", "--agent", AGENT, "--memory-config", "{not json"],
+        ["copy", "--from", "memory:", "--to", "sqlite:///x.db"],
+    ],
+    ids=["no-command", "unknown-command", "no-agent", "clear-nothing-named", "clear-both", "bad-status", "bad-json", "copy-memory"],
+)
+def test_bad_arguments_print_usage_and_exit_2(env, db, args):
+    result = cli(*args, env=env)
+    assert result.returncode == 2, result
+    assert result.stderr.startswith("usage: omnisync")
+    assert "Traceback" not in result.stderr
+    with open_sql(db) as store:
+        assert len(store.history(AGENT, "s1", include_inactive=True)) == 10  # nothing was cleared
+
+
+def test_an_unreachable_store_exits_1_with_one_line(env):
+    result = cli("sessions", "--store", "redis", "--url", "redis://127.0.0.1:1/0", env=env)
+    assert_one_line_failure(result)
+    assert "127.0.0.1:1" in result.stderr
+
+
+def test_no_store_configured_names_the_variables():
+    result = cli("sessions", env=environment())
+    assert result.returncode == 2
+    assert "DATABASE_URL" in result.stderr and "--store" in result.stderr
+
+
+# --- sessions, history, clear ---------------------------------------------------------
+
+
+def test_sessions_table_and_json(env):
+    table = cli("sessions", env=env)
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[0].split() == ["AGENT", "SESSION", "MESSAGES", "LAST", "ACTIVITY"]
+    assert len(table.stdout.splitlines()) == 4
+    listed = json.loads(cli("sessions", "--agent", AGENT, "--json", env=env).stdout)
+    assert [(s["agent"], s["session_id"], s["message_count"]) for s in listed] == [(AGENT, "s1", 10), (AGENT, "s2", 3)]
+    assert all(s["last_activity"] for s in listed)
+
+
+def test_history_shows_active_messages_or_everything_marked(env):
+    active = cli("history", "s1", "--agent", AGENT, env=env)
+    assert active.returncode == 0, active.stderr
+    lines = active.stdout.splitlines()
+    assert lines[0].split() == ["SEQ", "ROLE", "CONTENT"]
+    assert [line.split()[0] for line in lines[1:]] == ["13", "14", "16"]
+    assert "Atlas ships Friday." in lines[1]
+
+    everything = json.loads(cli("history", "s1", "--agent", AGENT, "--all", "--json", env=env).stdout)
+    assert [(m["seq"], m["status"], "summary" in m["metadata"]) for m in everything] == [
+        (2, "inactive", False), (4, "inactive", False), (6, "inactive", False), (8, "inactive", False),
+        (9, "inactive", True), (10, "inactive", False), (12, "inactive", False),
+        (13, "active", True), (14, "active", False), (16, "active", False),
+    ]
+    assert everything[2]["message"]["tool_calls"][0]["id"] == "call_t-0"
+    assert everything[3]["message"] == {"role": "tool", "content": "result 0", "tool_call_id": "call_t-0", "name": "lookup"}
+
+
+def test_clear_one_session_then_all_sessions_of_one_agent(env, db):
+    one = cli("clear", "s1", "--agent", AGENT, env=env)
+    assert one.returncode == 0, one.stderr
+    assert "10 messages" in one.stdout
+    with open_sql(db) as store:
+        assert [(s.agent, s.session_id) for s in store.sessions()] == [(AGENT, "s2"), ("helper", "s1")]
+    every = cli("clear", "--agent", AGENT, "--all-sessions", env=env)
+    assert every.returncode == 0 and "3 messages" in every.stdout
+    with open_sql(db) as store:
+        assert [(s.agent, s.session_id) for s in store.sessions()] == [("helper", "s1")]
+        assert store.load_run(AGENT, "run-wait") is not None  # run records are kept
+
+
+# --- runs, approve, deny --------------------------------------------------------------
+
+
+def test_runs_json_filtered_by_status_and_table(env):
+    waiting = json.loads(cli("runs", "--status", "awaiting_approval", "--json", env=env).stdout)
+    assert [(r["run_id"], r["status"]) for r in waiting] == [("run-wait", "awaiting_approval")]
+    assert [c["id"] for c in waiting[0]["pending_calls"]] == ["call_a", "call_b"]
+    table = cli("runs", env=env)
+    assert table.returncode == 0, table.stderr
+    rows = table.stdout.splitlines()
+    assert [row.split()[0] for row in rows[1:]] == ["run-wait", "run-done", "run-h"]
+    assert "call_a (lookup), call_b (delete_file)" in rows[1]
+
+
+def test_approve_and_deny_record_decisions_like_resolve_approval(env, db):
+    approved = cli("approve", "run-wait", "call_a", "--agent", AGENT, "--reason", "fine", env=env)
+    assert approved.returncode == 0, approved.stderr
+    assert "call_b" in approved.stderr  # still undecided
+    denied = cli("deny", "run-wait", "call_b", "--agent", AGENT, env=env)
+    assert denied.returncode == 0, denied.stderr
+    assert "agent.resume('run-wait')" in denied.stderr
+    with open_sql(db) as store:
+        record = store.load_run(AGENT, "run-wait")
+    assert record.decisions == {"call_a": {"approved": True, "reason": "fine"}, "call_b": {"approved": False, "reason": None}}
+    assert record.version == 4 and record.status == AWAITING_APPROVAL
+
+    # The agent's own resolve_approval writes the same shape.
+    with open_sql(db) as store:
+        with OmniCoreAgent(AGENT, "", {"model": "m", "base_url": "http://127.0.0.1:9/v1"}, memory_router=MemoryRouter(store=store)) as agent:
+            agent.resolve_approval("run-wait", "call_b", False)
+            assert store.load_run(AGENT, "run-wait").decisions == record.decisions
+
+
+def test_approve_refuses_a_finished_run_or_an_unknown_call(env):
+    finished = cli("approve", "run-done", "call_a", "--agent", AGENT, env=env)
+    assert_one_line_failure(finished)
+    assert "completed, not awaiting_approval" in finished.stderr
+
+
+# --- preview --------------------------------------------------------------------------
+
+
+def test_preview_is_what_the_agent_would_send(env, db):
+    memory = {"mode": "sliding_window", "value": 2}
+    shown = cli("preview", "s1", "--agent", AGENT, "--system", "Be brief.", "--memory-config", json.dumps(memory), "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    preview = json.loads(shown.stdout)
+    with open_sql(db) as store:
+        agent = OmniCoreAgent(
+            AGENT, "Be brief.", {"model": "preview", "base_url": "http://127.0.0.1:9/v1"},
+            memory_router=MemoryRouter(store=store), agent_config={"memory_config": memory},
+        )
+        with agent:
+            assert preview == agent.preview("s1")
+    assert [m["content"] for m in preview["messages"]] == ["Be brief.", "The team is Ada and Linus.", "Noted, Ada and Linus."]
+    assert preview["window"] == {"mode": "sliding_window", "value": 2, "messages": 2}
+
+    table = cli("preview", "s1", "--agent", AGENT, env=env)
+    assert table.returncode == 0, table.stderr
+    assert "summary: [CONVERSATION SUMMARY] Atlas ships Friday." in table.stdout
+    assert "total tokens:" in table.stdout
+
+
+# --- export and import ----------------------------------------------------------------
+
+
+def test_export_import_round_trip_keeps_statuses_summaries_and_runs(env, db, tmp_path):
+    exported = tmp_path / "export.jsonl"
+    result = cli("export", "-o", str(exported), env=env)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert {line["kind"] for line in lines} == {"message", "run"}
+    assert sum(line["kind"] == "run" for line in lines) == 3
+
+    copy_url = f"sqlite:///{tmp_path / 'copy.db'}"
+    imported = cli("import", str(exported), env=environment(DATABASE_URL=copy_url))
+    assert imported.returncode == 0, imported.stderr
+    assert "counts verified" in imported.stdout
+    assert "importing [" not in imported.stderr  # no bar: stderr is not a terminal
+    with open_sql(db) as source, open_sql(copy_url) as copy:
+        assert snapshot(copy) == snapshot(source)
+        assert seqs(copy, AGENT, "s1") == seqs(source, AGENT, "s1")  # no gaps: the same numbers
+        assert [m.metadata for m in copy.history(AGENT, "s1", include_inactive=True)] == [
+            m.metadata for m in source.history(AGENT, "s1", include_inactive=True)
+        ]
+        # s2 lost [2, 6] to a delete-fold: renumbered in order, runs moved along.
+        assert seqs(copy, AGENT, "s2") == [(3, "active", True), (4, "active", False), (6, "active", False)]
+        assert copy.load_run(AGENT, "run-done").loaded_seq == (3, 4)
+        assert copy.load_run(AGENT, "run-done").first_written_seq == 6
+        assert copy.load_run(AGENT, "run-wait") == source.load_run(AGENT, "run-wait")  # version and all
+
+    again = cli("import", str(exported), env=environment(DATABASE_URL=copy_url))
+    assert_one_line_failure(again)
+    assert "already holds" in again.stderr and "--append" in again.stderr
+
+    appended = cli("import", "--append", "-", env=environment(DATABASE_URL=copy_url), stdin=exported.read_text())
+    assert appended.returncode == 0, appended.stderr
+    assert "3 already there" in appended.stdout
+    with open_sql(copy_url) as copy:
+        assert [m.content for m in copy.history("helper", "s1")] == ["helper question", "helper answer"] * 2
+        assert len(copy.history(AGENT, "s1", include_inactive=True)) == 20
+        assert [m.content for m in copy.history(AGENT, "s1")][:3] == [m.content for m in copy.history(AGENT, "s1")][3:]
+
+
+def test_import_refuses_a_bad_line_before_writing(env, db, tmp_path):
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"kind": "run", "record": {"run_id": "r", "agent": "a", "session_id": "s"}}\n{"kind": "nope"}\n')
+    copy_url = f"sqlite:///{tmp_path / 'copy.db'}"
+    result = cli("import", str(broken), env=environment(DATABASE_URL=copy_url))
+    assert_one_line_failure(result)
+    assert "line 2" in result.stderr
+    with open_sql(copy_url) as copy:
+        assert copy.load_run("a", "r") is None
+
+
+def test_import_that_cannot_be_restored_faithfully_exits_1(tmp_path):
+    # An inactive message no summary folded: append writes it active, and the count check says so.
+    line = {"kind": "message", "agent": AGENT, "session_id": "odd", "seq": 2, "status": "inactive", "message": {"role": "user", "content": "x"}}
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(json.dumps(line) + "\n")
+    result = cli("import", str(odd), env=environment(DATABASE_URL=f"sqlite:///{tmp_path / 'copy.db'}"))
+    assert result.returncode == 1
+    assert "counts differ" in result.stderr and "expected 1 messages (0 active" in result.stderr
+
+
+def test_export_sqlite_opens_as_plain_tables(env, tmp_path):
+    sqlite_utils = pytest.importorskip("sqlite_utils")
+    target = tmp_path / "plain.db"
+    result = cli("export", "--sqlite", str(target), env=env)
+    assert result.returncode == 0, result.stderr
+    db = sqlite_utils.Database(target)
+    assert set(db.table_names()) == {"messages", "runs"}
+    assert db["messages"].count == 15 and db["runs"].count == 3
+    assert db["messages"].pks == ["agent", "session_id", "seq"]
+    rows = list(db.query("select seq, status, summary, metadata from messages where agent = ? and session_id = 's1' order by seq", [AGENT]))
+    assert [(r["seq"], r["status"], r["summary"]) for r in rows][4] == (9, "inactive", 1)
+    assert json.loads(rows[4]["metadata"])["summary"]["folded"] == 4
+    run = next(db.query("select pending_calls, version from runs where run_id = 'run-wait'"))
+    assert [c["id"] for c in json.loads(run["pending_calls"])] == ["call_a", "call_b"] and run["version"] == 2
+    db.close()
+
+
+# --- copy -----------------------------------------------------------------------------
+
+
+def test_copy_sqlite_to_sqlite_verifies_counts(env, db, tmp_path):
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    result = cli("copy", "--from", db, "--to", target, "--progress", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "copied 3 sessions, 15 messages (8 active, 7 inactive, 3 summaries), 3 run records" in result.stdout
+    assert "counts verified" in result.stdout
+    assert "copying [" in result.stderr and "100%" in result.stderr
+    with open_sql(db) as source, open_sql(target) as copy:
+        assert snapshot(copy) == snapshot(source)
+
+    again = cli("copy", "--from", db, "--to", target, env=env)
+    assert_one_line_failure(again)
+    assert "already holds 3 of these sessions" in again.stderr
+
+
+def test_copy_sqlite_to_redis(env, db):
+    redis = pytest.importorskip("redis")
+    from omnisync.stores.redis_store import RedisStore
+
+    url = backends.redis_url()
+    prefix = f"omnisync-cli-test-{uuid.uuid4().hex}"
+    try:
+        result = cli("copy", "--from", db, "--to", url, env={**env, "OMNISYNC_REDIS_PREFIX": prefix})
+        if result.returncode != 0 and "Connection refused" in result.stderr:
+            backends.unreachable("Redis", result.stderr.strip())
+        assert result.returncode == 0, result.stderr
+        assert "counts verified" in result.stdout
+        with open_sql(db) as source, RedisStore.from_url(url, prefix=prefix) as copy:
+            assert snapshot(copy) == snapshot(source)
+            assert seqs(copy, AGENT, "s1") == seqs(source, AGENT, "s1")
+    finally:
+        client = redis.Redis.from_url(url)
+        doomed = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if doomed:
+            client.delete(*doomed)
+        client.close()
+
+
+def test_copy_sqlite_to_mongodb(env, db):
+    pymongo = pytest.importorskip("pymongo")
+    from omnisync.stores.mongo import MongoStore
+
+    uri = backends.mongodb_uri()
+    db_name = f"omnisync_cli_test_{uuid.uuid4().hex[:12]}"
+    try:
+        result = cli("copy", "--from", db, "--to", uri, env={**env, "MONGODB_DB_NAME": db_name})
+        if result.returncode != 0 and ("refused" in result.stderr or "Timeout" in result.stderr):
+            backends.unreachable("MongoDB (FerretDB)", result.stderr.strip())
+        assert result.returncode == 0, result.stderr
+        assert "counts verified" in result.stdout
+        with open_sql(db) as source, MongoStore.from_url(uri, db_name=db_name) as copy:
+            assert snapshot(copy) == snapshot(source)
+    finally:
+        client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000)
+        client.drop_database(db_name)
+        client.close()
