@@ -17,7 +17,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Message:
     """A chat message plus what the store keeps about it.
 
@@ -39,6 +39,8 @@ class Message:
     seq: int | None = None
     status: str = ACTIVE
     created_at: datetime | None = None
+    # Not frozen: a window load builds many of these, and frozen fields cost a setattr call each.
+    # Treat it as immutable all the same: change a message with dataclasses.replace.
 
     @property
     def is_summary(self) -> bool:
@@ -89,7 +91,7 @@ class Message:
         return cls.from_record(json.loads(text))
 
 
-_FIELDS = tuple(Message.__dataclass_fields__)
+_FIELDS = tuple(Message.__dataclass_fields__)  # type: ignore[attr-defined]
 
 
 def from_chat(chat: dict[str, Any], **extra: Any) -> Message:

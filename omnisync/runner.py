@@ -138,7 +138,17 @@ class Runner:
         )
         record = store.save_run(claimed, expected_version=record.version)  # the loser of a race gets RunConflictError
         memory = self.config.memory
-        first_written = record.first_written_seq
+        own = self._run_messages(store, record)
+        if not own:
+            now = utcnow()
+            store.save_run(
+                record.evolve(status=FAILED, error="its process stopped before anything was written", finished_at=now, updated_at=now),
+                expected_version=record.version,
+            )
+            raise RunStateError(
+                f"run {run_id} stopped before it wrote anything, so its message is not in the store; run the message again"
+            )
+        first_written = own[0].seq
         window = store.window(
             self.agent,
             record.session_id,
@@ -146,7 +156,6 @@ class Runner:
             max_tokens=memory.max_tokens,
             before_seq=first_written,
         )
-        own = self._run_messages(store, record) if first_written is not None else []
         context = RunContext(
             record=record,
             history=[m.to_chat() for m in window],
@@ -159,17 +168,19 @@ class Runner:
         return load_run(self.store, self.agent, run_id)
 
     def _run_messages(self, store: MemoryStore, record: RunRecord) -> list[Message]:
-        """This run's messages already in the session, oldest first (a bounded backwards read)."""
+        """This run's messages already in the session, oldest first (a bounded backwards read).
+
+        Stops at the run's first written seq; a record saved before it knew that seq (the
+        process died right after its first write) stops at the first page with none of them.
+        """
         found: list[Message] = []
         before: int | None = None
         while True:
             page = store.latest(self.agent, record.session_id, _RUN_MESSAGES_PAGE, before_seq=before)
-            for message in page:
-                if message.seq < record.first_written_seq:  # type: ignore[operator]
-                    return list(reversed(found))
-                if message.run_id == record.run_id:
-                    found.append(message)
-            if len(page) < _RUN_MESSAGES_PAGE:
+            ours = [m for m in page if m.run_id == record.run_id]
+            found.extend(m for m in ours if record.first_written_seq is None or m.seq >= record.first_written_seq)  # type: ignore[operator]
+            reached_start = record.first_written_seq is not None and any(m.seq < record.first_written_seq for m in page)  # type: ignore[operator]
+            if reached_start or len(page) < _RUN_MESSAGES_PAGE or (record.first_written_seq is None and not ours):
                 return list(reversed(found))
             before = page[-1].seq
 
@@ -284,7 +295,8 @@ class Runner:
         written = store.append(self.agent, context.record.session_id, context.unwritten)
         context.unwritten = []
         if context.record.first_written_seq is None and written:
-            context.record = self._save(store, context.record.evolve(first_written_seq=written[0].seq))
+            # Saved with the record's next save, which always follows a write.
+            context.record = context.record.evolve(first_written_seq=written[0].seq)
 
     def _save(self, store: MemoryStore, record: RunRecord) -> RunRecord:
         now = utcnow()

@@ -156,3 +156,19 @@ def test_run_record_size_does_not_grow_with_the_session(monkeypatch):
         record = RunRecord.from_record(agent.get_run(last["run_id"]))
         sizes.append(len(record.to_json()))
     assert abs(sizes[1] - sizes[0]) <= 16, sizes
+
+
+def test_a_run_that_died_before_writing_anything_cannot_be_resumed_and_is_marked_failed(monkeypatch):
+    from datetime import timedelta
+
+    from omnisync.errors import RunStateError
+    from omnisync.messages import utcnow
+    from agent_helpers import make_agent
+
+    agent = make_agent()
+    store = agent.memory_router.store
+    past = utcnow() - timedelta(minutes=10)
+    store.save_run(RunRecord(run_id="run_dead", agent=agent.name, session_id="s", lease_until=past, created_at=past), None)
+    with pytest.raises(RunStateError, match="run the message again"):
+        agent.resume("run_dead")
+    assert agent.get_run("run_dead")["status"] == "failed"

@@ -9,10 +9,11 @@ run in WAL mode with a busy timeout, and writes take the write lock up front
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .._logging import logger
@@ -24,6 +25,8 @@ from .base import SEQ_STEP, MemoryStore, SessionInfo
 try:
     import sqlalchemy as sa
     from sqlalchemy import event
+    from sqlalchemy.dialects import postgresql as _postgresql
+    from sqlalchemy.dialects import sqlite as _sqlite
     from sqlalchemy.engine import Connection, Engine, make_url
     from sqlalchemy.exc import IntegrityError, SQLAlchemyError
     from sqlalchemy.pool import StaticPool
@@ -34,6 +37,37 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-extra 
     ) from exc
 
 from . import sql_schema as schema
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_m = schema.messages.c
+# In Message's field order, so a row becomes a Message positionally.
+_COLUMNS = (
+    _m.role, _m.content, _m.tool_calls, _m.tool_call_id, _m.name, _m.metadata, _m.tokens,
+    _m.run_id, _m.agent, _m.session_id, _m.seq, _m.status, _m.created_at_us,
+)
+# Statements built once: a window load only binds values.
+_LATEST = (
+    sa.select(*_COLUMNS)
+    .where(_m.agent == sa.bindparam("agent"), _m.session_id == sa.bindparam("session_id"), _m.status == ACTIVE)
+    .order_by(_m.seq.desc())
+    .limit(sa.bindparam("limit", type_=sa.Integer))
+)
+_LATEST_BEFORE = _LATEST.where(_m.seq < sa.bindparam("before"))
+_INSERT_MESSAGE = schema.messages.insert()
+
+
+def _counter_upsert(insert: Any) -> Any:
+    table = schema.sessions
+    step, now = sa.bindparam("step", type_=sa.Integer), sa.bindparam("now", type_=sa.BigInteger)
+    return (
+        insert(table)
+        .values(agent=sa.bindparam("agent"), session_id=sa.bindparam("session_id"), last_seq=step, updated_at_us=now)
+        .on_conflict_do_update(index_elements=["agent", "session_id"], set_={"last_seq": table.c.last_seq + step, "updated_at_us": now})
+        .returning(table.c.last_seq)
+    )
+
+
+_UPSERT_COUNTER = {"sqlite": _counter_upsert(_sqlite.insert), "postgresql": _counter_upsert(_postgresql.insert)}
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _WRITE = "omnisync_write"
@@ -69,10 +103,10 @@ class SQLStore(MemoryStore):
 
     @contextmanager
     def _tx(self, write: bool = False) -> Iterator[Connection]:
+        """A transaction; on SQLite a write takes the write lock up front, a read runs on its own."""
         with self._serial or nullcontext(), _store_errors(self._describe()):
             with self.engine.connect() as conn:
-                if write:
-                    conn = conn.execution_options(**{_WRITE: True})
+                conn = conn.execution_options(**{_WRITE: write})
                 with conn.begin():
                     yield conn
 
@@ -99,65 +133,49 @@ class SQLStore(MemoryStore):
         if not messages:
             return []
         now = utcnow()
+        now_us = _micros(now)
         with self._tx(write=True) as conn:
-            last = self._advance_counter(conn, agent, session_id, SEQ_STEP * len(messages), now)
+            last = self._advance_counter(conn, agent, session_id, SEQ_STEP * len(messages), now_us)
             first = last - SEQ_STEP * (len(messages) - 1)
             written = [
                 m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now)
                 for i, m in enumerate(messages)
             ]
-            conn.execute(schema.messages.insert(), [_message_row(m) for m in written])
+            conn.execute(_INSERT_MESSAGE, [_message_row(m) for m in written])
         return written
 
-    def _advance_counter(self, conn: Connection, agent: str, session_id: str, step: int, now: datetime) -> int:
+    def _advance_counter(self, conn: Connection, agent: str, session_id: str, step: int, now_us: int) -> int:
+        params = {"agent": agent, "session_id": session_id, "step": step, "now": now_us}
+        upsert = _UPSERT_COUNTER.get(self.engine.dialect.name)
+        if upsert is not None:
+            return int(conn.execute(upsert, params).scalar_one())
         table = schema.sessions
-        if self._is_sqlite or self._is_postgres:
-            dialect_insert = _dialect_insert(self.engine.dialect.name)
-            statement = (
-                dialect_insert(table)
-                .values(agent=agent, session_id=session_id, last_seq=step, updated_at=now)
-                .on_conflict_do_update(
-                    index_elements=["agent", "session_id"],
-                    set_={"last_seq": table.c.last_seq + step, "updated_at": now},
-                )
-                .returning(table.c.last_seq)
-            )
-            return int(conn.execute(statement).scalar_one())
         key = (table.c.agent == agent) & (table.c.session_id == session_id)
-        updated = conn.execute(table.update().where(key).values(last_seq=table.c.last_seq + step, updated_at=now))
+        updated = conn.execute(table.update().where(key).values(last_seq=table.c.last_seq + step, updated_at_us=now_us))
         if updated.rowcount == 0:
-            conn.execute(table.insert().values(agent=agent, session_id=session_id, last_seq=step, updated_at=now))
+            conn.execute(table.insert().values(agent=agent, session_id=session_id, last_seq=step, updated_at_us=now_us))
         return int(conn.execute(sa.select(table.c.last_seq).where(key)).scalar_one())
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         if limit <= 0:
             return []
-        query = (
-            sa.select(schema.messages)
-            .where(_session_key(agent, session_id), schema.messages.c.status == ACTIVE)
-            .order_by(schema.messages.c.seq.desc())
-            .limit(limit)
-        )
+        params: dict[str, Any] = {"agent": agent, "session_id": session_id, "limit": limit}
+        query = _LATEST
         if before_seq is not None:
-            query = query.where(schema.messages.c.seq < before_seq)
+            query, params["before"] = _LATEST_BEFORE, before_seq
         with self._tx() as conn:
-            return [_row_message(row) for row in conn.execute(query).mappings()]
+            return [_row_message(row) for row in conn.execute(query, params).all()]
 
     def window_query(self, agent: str, session_id: str, limit: int) -> Any:
-        """The statement :meth:`latest` runs, for EXPLAIN in tests and benchmarks."""
-        return (
-            sa.select(schema.messages)
-            .where(_session_key(agent, session_id), schema.messages.c.status == ACTIVE)
-            .order_by(schema.messages.c.seq.desc())
-            .limit(limit)
-        )
+        """The statement :meth:`latest` runs, with its values bound, for EXPLAIN in tests and benchmarks."""
+        return _LATEST.params(agent=agent, session_id=session_id, limit=limit)
 
     def history(self, agent: str, session_id: str, include_inactive: bool = False) -> list[Message]:
-        query = sa.select(schema.messages).where(_session_key(agent, session_id)).order_by(schema.messages.c.seq)
+        query = sa.select(*_COLUMNS).where(_session_key(agent, session_id)).order_by(schema.messages.c.seq)
         if not include_inactive:
             query = query.where(schema.messages.c.status == ACTIVE)
         with self._tx() as conn:
-            return [_row_message(row) for row in conn.execute(query).mappings()]
+            return [_row_message(row) for row in conn.execute(query)]
 
     def clear(self, agent: str, session_id: str | None = None) -> int:
         key = schema.messages.c.agent == agent
@@ -169,14 +187,14 @@ class SQLStore(MemoryStore):
     def sessions(self, agent: str | None = None) -> list[SessionInfo]:
         table = schema.messages
         query = (
-            sa.select(table.c.agent, table.c.session_id, sa.func.count(), sa.func.max(table.c.created_at))
+            sa.select(table.c.agent, table.c.session_id, sa.func.count(), sa.func.max(table.c.created_at_us))
             .group_by(table.c.agent, table.c.session_id)
             .order_by(table.c.agent, table.c.session_id)
         )
         if agent is not None:
             query = query.where(table.c.agent == agent)
         with self._tx() as conn:
-            return [SessionInfo(a, s, int(n), _utc(last)) for a, s, n, last in conn.execute(query)]
+            return [SessionInfo(a, s, int(n), _from_micros(last)) for a, s, n, last in conn.execute(query)]
 
     def fold(
         self,
@@ -329,15 +347,10 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITE) else "BEGIN")
-
-
-def _dialect_insert(name: str) -> Any:
-    if name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-    else:
-        from sqlalchemy.dialects.postgresql import insert
-    return insert
+        write = conn.get_execution_options().get(_WRITE)
+        if write or write is None:  # None: not one of ours (create_all, a user's own statement)
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # A read is a single SELECT, atomic without a transaction: no BEGIN/COMMIT round trips.
 
 
 def _session_key(agent: str, session_id: str) -> Any:
@@ -351,39 +364,42 @@ def _message_row(message: Message) -> dict[str, Any]:
         "seq": message.seq,
         "role": message.role,
         "content": message.content,
-        "tool_calls": message.tool_calls,
+        "tool_calls": json.dumps(message.tool_calls, ensure_ascii=False) if message.tool_calls else None,
         "tool_call_id": message.tool_call_id,
         "name": message.name,
         "status": message.status,
         "run_id": message.run_id,
         "tokens": message.tokens,
-        "created_at": message.created_at,
-        "metadata": message.metadata or {},
+        "created_at_us": _micros(message.created_at),  # type: ignore[arg-type]
+        "metadata": json.dumps(message.metadata, ensure_ascii=False) if message.metadata else None,
     }
 
 
 def _row_message(row: Any) -> Message:
+    role, content, tool_calls, tool_call_id, name, metadata, tokens, run_id, agent, session_id, seq, status, created = row
     return Message(
-        role=row["role"],
-        content=row["content"],
-        tool_calls=row["tool_calls"],
-        tool_call_id=row["tool_call_id"],
-        name=row["name"],
-        metadata=row["metadata"] or {},
-        tokens=row["tokens"],
-        run_id=row["run_id"],
-        agent=row["agent"],
-        session_id=row["session_id"],
-        seq=row["seq"],
-        status=row["status"],
-        created_at=_utc(row["created_at"]),
+        role,
+        content,
+        json.loads(tool_calls) if tool_calls else None,
+        tool_call_id,
+        name,
+        json.loads(metadata) if metadata else {},
+        tokens,
+        run_id,
+        agent,
+        session_id,
+        seq,
+        status,
+        _from_micros(created),
     )
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+def _micros(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000)
+
+
+def _from_micros(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import (
-    JSON,
+    BigInteger,
     Column,
     DateTime,
     Index,
@@ -34,10 +34,13 @@ sessions = Table(
     Column("agent", String(255), nullable=False),
     Column("session_id", String(255), nullable=False),
     Column("last_seq", Integer, nullable=False),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at_us", BigInteger, nullable=False),
     PrimaryKeyConstraint("agent", "session_id"),
 )
 
+# Hot columns are plain types on purpose: a window load decodes no JSON for a message without
+# tool calls or metadata (they are NULL), and times are integer microseconds since the epoch,
+# which every database reads without parsing.
 messages = Table(
     "omnisync_messages",
     metadata,
@@ -46,14 +49,14 @@ messages = Table(
     Column("seq", Integer, nullable=False),
     Column("role", String(32), nullable=False),
     Column("content", Text),
-    Column("tool_calls", JSON),
+    Column("tool_calls", Text),  # JSON text, NULL when there are none
     Column("tool_call_id", String(255)),
     Column("name", String(255)),
     Column("status", String(16), nullable=False),
     Column("run_id", String(64)),
     Column("tokens", Integer, nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("metadata", JSON),
+    Column("created_at_us", BigInteger, nullable=False),
+    Column("metadata", Text),  # JSON text, NULL when empty
     PrimaryKeyConstraint("agent", "session_id", "seq"),
     Index("ix_omnisync_messages_window", "agent", "session_id", "status", "seq"),
 )
