@@ -180,8 +180,11 @@ class OmniCoreAgent:
         window = self._store().window(self.name, session_id, max_messages=memory.max_messages, max_tokens=memory.max_tokens)
         current = [{"role": "user", "content": message}] if message is not None else []
         system = {"role": "system", "content": self.system_instruction}
-        messages = fit_context(system, [m.to_chat() for m in window], current, self.config.context, self.token_counter)
-        tokens = [message_tokens(self.token_counter, m) for m in messages]
+        history = [m.to_chat() for m in window]
+        stored = [m.tokens for m in window]
+        messages = fit_context(system, history, current, self.config.context, self.token_counter, stored)
+        known = {id(chat): count for chat, count in zip(history, stored)}
+        tokens = [known.get(id(m)) or message_tokens(self.token_counter, m) for m in messages]
         return {
             "messages": messages,
             "tokens": tokens,

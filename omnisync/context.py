@@ -21,14 +21,20 @@ def fit_context(
     current: list[dict[str, Any]],
     config: ContextConfig,
     counter: TokenCounter,
+    history_tokens: list[int] | None = None,
 ) -> list[dict[str, Any]]:
     """The messages for one call: ``system``, then ``history`` (earlier runs), then ``current`` (this run).
 
-    ``current`` starts with this run's user message.
+    ``current`` starts with this run's user message. ``history_tokens`` are the counts the
+    store kept for the history, so a long window is not counted again on every call.
     """
     if not config.enabled:
         return [system, *history, *current]
-    costs = {id(m): message_tokens(counter, m) for m in [system, *history, *current]}
+    costs = {id(m): message_tokens(counter, m) for m in [system, *current]}
+    if history_tokens is not None:
+        costs.update((id(m), tokens) for m, tokens in zip(history, history_tokens))
+    else:
+        costs.update((id(m), message_tokens(counter, m)) for m in history)
     total = sum(costs.values())
     budget = config.budget
     if total <= budget:

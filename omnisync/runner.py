@@ -55,6 +55,7 @@ class RunContext:
 
     record: RunRecord
     history: list[dict[str, Any]]  # messages of earlier runs, as loaded at the start
+    history_tokens: list[int]  # their token counts, as stored
     current: list[dict[str, Any]]  # this run's messages, user message first
     unwritten: list[Message]  # this run's messages not yet in the store
 
@@ -109,6 +110,7 @@ class Runner:
         context = RunContext(
             record=record,
             history=[m.to_chat() for m in window],
+            history_tokens=[m.tokens for m in window],
             current=[user],
             unwritten=[self._message(user, record.run_id)],
         )
@@ -159,6 +161,7 @@ class Runner:
         context = RunContext(
             record=record,
             history=[m.to_chat() for m in window],
+            history_tokens=[m.tokens for m in window],
             current=[m.to_chat() for m in own],
             unwritten=[],
         )
@@ -221,7 +224,9 @@ class Runner:
             context.record = self._save(store, context.record.evolve(pending_calls=completion.tool_calls, decisions={}))
 
     def _call_model(self, context: RunContext) -> Completion:
-        messages = fit_context(self.system, context.history, context.current, self.config.context, self.counter)
+        messages = fit_context(
+            self.system, context.history, context.current, self.config.context, self.counter, context.history_tokens
+        )
         return self.client.complete(messages, tools=self.tools.schemas() or None)
 
     def _open_calls(self, context: RunContext) -> list[dict[str, Any]]:
