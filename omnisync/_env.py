@@ -45,3 +45,8 @@ def openai_base_url() -> str:
 
 def openai_api_key() -> str | None:
     return _get("OPENAI_API_KEY")
+
+
+def ca_bundle() -> str | None:
+    """The CA bundle requests would use from the environment."""
+    return _get("REQUESTS_CA_BUNDLE") or _get("CURL_CA_BUNDLE")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -67,13 +67,15 @@ class Message:
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-ready dict of every field (for document and key-value stores)."""
-        record = asdict(self)
+        record = {name: getattr(self, name) for name in _FIELDS}
         record["created_at"] = self.created_at.isoformat() if self.created_at else None
         return record
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "Message":
-        values = {name: record.get(name) for name in _FIELDS if name in record}
+    def from_record(cls, record: dict[str, Any], **overrides: Any) -> "Message":
+        """A Message from :meth:`to_record`'s dict; ``overrides`` replace fields the store knows better."""
+        values = {name: record[name] for name in _FIELDS if name in record}
+        values.update(overrides)
         created = values.get("created_at")
         if isinstance(created, str):
             values["created_at"] = datetime.fromisoformat(created)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -56,7 +56,7 @@ class RunRecord:
         return replace(self, **changes)
 
     def to_record(self) -> dict[str, Any]:
-        record = asdict(self)
+        record = {name: getattr(self, name) for name in self.__dataclass_fields__}
         for name in _TIME_FIELDS:
             value = getattr(self, name)
             record[name] = value.isoformat() if value else None

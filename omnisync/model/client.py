@@ -10,6 +10,7 @@ from typing import Any
 
 import requests
 
+from .. import _env
 from .._logging import logger
 from ..errors import (
     ModelConnectionError,
@@ -60,6 +61,11 @@ class ChatClient:
         session = getattr(self._local, "session", None)
         if session is None:
             session = requests.Session()
+            # Proxy and CA settings are read from the environment once, here, instead of on
+            # every request (requests' trust_env rescans the environment and ~/.netrc each time).
+            session.proxies.update(requests.utils.get_environ_proxies(self.url))
+            session.verify = _env.ca_bundle() or True
+            session.trust_env = False
             session.headers["User-Agent"] = USER_AGENT
             if self.config.api_key:
                 session.headers["Authorization"] = f"Bearer {self.config.api_key}"

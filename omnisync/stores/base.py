@@ -21,6 +21,7 @@ SEQ_STEP = 2
 """Messages take seq 2, 4, 6, ...; a summary of messages up to s takes s + 1."""
 
 _TOKEN_PAGE = 256
+_TOKENS_PER_MESSAGE_GUESS = 40  # sizes the first page of a token window; later pages double
 
 
 @dataclass(frozen=True)
@@ -154,8 +155,9 @@ class MemoryStore(ABC):
     ) -> list[Message]:
         chosen: list[Message] = []
         spent = 0
+        page_size = min(_TOKEN_PAGE, max(16, max_tokens // _TOKENS_PER_MESSAGE_GUESS))
         while True:
-            room = _TOKEN_PAGE if max_messages is None else min(_TOKEN_PAGE, max_messages - len(chosen))
+            room = page_size if max_messages is None else min(page_size, max_messages - len(chosen))
             if room <= 0:
                 return chosen
             page = self.latest(agent, session_id, room, before_seq=before)
@@ -167,6 +169,7 @@ class MemoryStore(ABC):
             if len(page) < room:
                 return chosen
             before = page[-1].seq
+            page_size = min(_TOKEN_PAGE * 4, page_size * 2)
 
     def __enter__(self) -> "MemoryStore":
         return self

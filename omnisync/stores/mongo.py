@@ -226,7 +226,9 @@ class MongoStore(MemoryStore):
         query: dict[str, Any] = {**_session(agent, session_id), "status": ACTIVE}
         if before_seq is not None:
             query["seq"] = {"$lt": _integer("before_seq", before_seq)}
-        return self.messages.find(query).sort("seq", DESCENDING).limit(_integer("limit", limit))
+        limit = _integer("limit", limit)
+        # batch_size: the whole window in the first reply, one round trip (no getMore)
+        return self.messages.find(query).sort("seq", DESCENDING).limit(limit).batch_size(max(limit, 1))
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         cursor = self.window_query(agent, session_id, limit, before_seq)

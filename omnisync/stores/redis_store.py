@@ -465,4 +465,4 @@ def _body(message: Message, created_at: datetime) -> str:
 
 
 def _message(member: str | bytes, agent: str, session_id: str, status: str) -> Message:
-    return replace(Message.from_json(member), agent=agent, session_id=session_id, status=status)
+    return Message.from_record(json.loads(member), agent=agent, session_id=session_id, status=status)

@@ -54,6 +54,11 @@ _LATEST = (
 )
 _LATEST_BEFORE = _LATEST.where(_m.seq < sa.bindparam("before"))
 _INSERT_MESSAGE = schema.messages.insert()
+_r = schema.runs.c
+_INSERT_RUN = schema.runs.insert()
+_UPDATE_RUN = schema.runs.update().where(
+    _r.agent == sa.bindparam("key_agent"), _r.run_id == sa.bindparam("key_run_id"), _r.version == sa.bindparam("expected")
+)
 
 
 def _counter_upsert(insert: Any) -> Any:
@@ -233,7 +238,6 @@ class SQLStore(MemoryStore):
     # --- runs -----------------------------------------------------------------------
 
     def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
-        table = schema.runs
         saved = record.evolve(version=(expected_version or 0) + 1)
         row = {
             "agent": saved.agent,
@@ -248,15 +252,11 @@ class SQLStore(MemoryStore):
         with self._tx(write=True) as conn:
             if expected_version is None:
                 try:
-                    conn.execute(table.insert().values(**row))
+                    conn.execute(_INSERT_RUN, row)
                 except IntegrityError as exc:
                     raise RunConflictError(f"run {record.run_id} already exists") from exc
-            else:
-                key = (table.c.agent == record.agent) & (table.c.run_id == record.run_id) & (table.c.version == expected_version)
-                if conn.execute(table.update().where(key).values(**row)).rowcount != 1:
-                    raise RunConflictError(
-                        f"run {record.run_id} was changed by someone else (expected version {expected_version})"
-                    )
+            elif conn.execute(_UPDATE_RUN, {**row, "key_agent": record.agent, "key_run_id": record.run_id, "expected": expected_version}).rowcount != 1:
+                raise RunConflictError(f"run {record.run_id} was changed by someone else (expected version {expected_version})")
         return saved
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
