@@ -37,6 +37,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-extra 
     ) from exc
 
 from . import sql_schema as schema
+from .sqlite_hot_path import SQLiteHotPath
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _m = schema.messages.c
@@ -99,6 +100,11 @@ class SQLStore(MemoryStore):
         if self._is_sqlite:
             _configure_sqlite(self.engine)
         self._ensure_schema()
+        self._hot = (
+            SQLiteHotPath(self.engine, _LATEST, _LATEST_BEFORE, _UPSERT_COUNTER["sqlite"], _INSERT_MESSAGE, self._describe())
+            if self._is_sqlite
+            else None
+        )
 
     @classmethod
     def from_url(cls, url: str) -> "SQLStore":
@@ -139,14 +145,23 @@ class SQLStore(MemoryStore):
             return []
         now = utcnow()
         now_us = _micros(now)
-        with self._tx(write=True) as conn:
-            last = self._advance_counter(conn, agent, session_id, SEQ_STEP * len(messages), now_us)
+        step = SEQ_STEP * len(messages)
+
+        def place(last: int) -> tuple[list[Message], list[dict[str, Any]]]:
             first = last - SEQ_STEP * (len(messages) - 1)
             written = [
                 m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now)
                 for i, m in enumerate(messages)
             ]
-            conn.execute(_INSERT_MESSAGE, [_message_row(m) for m in written])
+            return written, [_message_row(m) for m in written]
+
+        if self._hot is not None:
+            counter = {"agent": agent, "session_id": session_id, "step": step, "now": now_us}
+            with self._serial or nullcontext():
+                return self._hot.append(counter, place)
+        with self._tx(write=True) as conn:
+            written, rows = place(self._advance_counter(conn, agent, session_id, step, now_us))
+            conn.execute(_INSERT_MESSAGE, rows)
         return written
 
     def _advance_counter(self, conn: Connection, agent: str, session_id: str, step: int, now_us: int) -> int:
@@ -168,6 +183,9 @@ class SQLStore(MemoryStore):
         query = _LATEST
         if before_seq is not None:
             query, params["before"] = _LATEST_BEFORE, before_seq
+        if self._hot is not None:
+            with self._serial or nullcontext():
+                return [_row_message(row) for row in self._hot.read_latest(params)]
         with self._tx() as conn:
             return [_row_message(row) for row in conn.execute(query, params).all()]
 
