@@ -60,6 +60,10 @@ _INSERT_RUN = schema.runs.insert()
 _UPDATE_RUN = schema.runs.update().where(
     _r.agent == sa.bindparam("key_agent"), _r.run_id == sa.bindparam("key_run_id"), _r.version == sa.bindparam("expected")
 )
+_RUN_COLUMNS = ("agent", "run_id", "session_id", "status", "version", "created_at", "finished_at", "data")
+# With every column bound by name, for the SQLite hot path (which needs them all in the compiled SQL).
+_INSERT_RUN_ALL_COLUMNS = schema.runs.insert().values({name: sa.bindparam(f"v_{name}") for name in _RUN_COLUMNS})
+_UPDATE_RUN_ALL_COLUMNS = _UPDATE_RUN.values({name: sa.bindparam(f"v_{name}") for name in _RUN_COLUMNS})
 
 
 def _counter_upsert(insert: Any) -> Any:
@@ -101,7 +105,18 @@ class SQLStore(MemoryStore):
             _configure_sqlite(self.engine)
         self._ensure_schema()
         self._hot = (
-            SQLiteHotPath(self.engine, _LATEST, _LATEST_BEFORE, _UPSERT_COUNTER["sqlite"], _INSERT_MESSAGE, self._describe())
+            SQLiteHotPath(
+                self.engine,
+                {
+                    "latest": _LATEST,
+                    "latest_before": _LATEST_BEFORE,
+                    "upsert_counter": _UPSERT_COUNTER["sqlite"],
+                    "insert_message": _INSERT_MESSAGE,
+                    "insert_run": _INSERT_RUN_ALL_COLUMNS,
+                    "update_run": _UPDATE_RUN_ALL_COLUMNS,
+                },
+                self._describe(),
+            )
             if self._is_sqlite
             else None
         )
@@ -267,6 +282,18 @@ class SQLStore(MemoryStore):
             "finished_at": saved.finished_at if saved.status in FINISHED_STATUSES else None,
             "data": saved.to_json(),
         }
+        if self._hot is not None:
+            times = {"created_at": _sqlite_time(saved.created_at), "finished_at": _sqlite_time(row["finished_at"])}
+            values = {f"v_{name}": value for name, value in {**row, **times}.items()}
+            with self._serial or nullcontext():
+                if expected_version is None:
+                    if self._hot.write_one(self._hot.insert_run, values) is None:
+                        raise RunConflictError(f"run {record.run_id} already exists")
+                    return saved
+                key = {"key_agent": record.agent, "key_run_id": record.run_id, "expected": expected_version}
+                if self._hot.write_one(self._hot.update_run, {**values, **key}) != 1:
+                    raise RunConflictError(f"run {record.run_id} was changed by someone else (expected version {expected_version})")
+            return saved
         with self._tx(write=True) as conn:
             if expected_version is None:
                 try:
@@ -410,6 +437,11 @@ def _row_message(row: Any) -> Message:
         status,
         _from_micros(created),
     )
+
+
+def _sqlite_time(moment: datetime | None) -> str | None:
+    """A time as SQLAlchemy's SQLite DateTime stores it (UTC wall time), so Core reads and compares it alike."""
+    return None if moment is None else moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def _micros(moment: datetime) -> int:

@@ -32,12 +32,15 @@ class Prepared:
 
 
 class SQLiteHotPath:
-    def __init__(self, engine: Engine, latest: Any, latest_before: Any, upsert_counter: Any, insert_message: Any, describe: str) -> None:
+    def __init__(self, engine: Engine, statements: dict[str, Any], describe: str) -> None:
         self.engine = engine
-        self.latest = Prepared(latest, engine)
-        self.latest_before = Prepared(latest_before, engine)
-        self.upsert_counter = Prepared(upsert_counter, engine)
-        self.insert_message = Prepared(insert_message, engine)
+        prepared = {name: Prepared(statement, engine) for name, statement in statements.items()}
+        self.latest = prepared["latest"]
+        self.latest_before = prepared["latest_before"]
+        self.upsert_counter = prepared["upsert_counter"]
+        self.insert_message = prepared["insert_message"]
+        self.insert_run = prepared["insert_run"]
+        self.update_run = prepared["update_run"]
         self.describe = describe
 
     @contextmanager
@@ -76,3 +79,19 @@ class SQLiteHotPath:
                     cursor.execute("ROLLBACK")
                 raise
             return written
+
+    def write_one(self, prepared: Prepared, params: dict[str, Any]) -> int | None:
+        """One statement in its own write transaction: the rows it changed, or None if a key was taken."""
+        with self._cursor() as cursor:
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                changed = cursor.execute(prepared.sql, prepared.args(params)).rowcount
+                cursor.execute("COMMIT")
+            except sqlite3.IntegrityError:
+                cursor.execute("ROLLBACK")
+                return None
+            except BaseException:
+                if cursor.connection.in_transaction:
+                    cursor.execute("ROLLBACK")
+                raise
+            return changed
