@@ -71,8 +71,18 @@ def test_default_counter_never_downloads(monkeypatch, tmp_path):
 
     tokens._offline_tiktoken.cache_clear()
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache: tiktoken would have to download
-    import tiktoken
-
+    tiktoken = pytest.importorskip("tiktoken")  # installed by the test extra
     monkeypatch.setattr(tiktoken, "get_encoding", lambda name: pytest.fail("tried to load an encoding"))
+    assert tokens.default_counter("gpt-4o") is tokens.estimate_tokens
+    tokens._offline_tiktoken.cache_clear()
+
+
+def test_without_tiktoken_the_estimator_counts(monkeypatch):
+    import sys
+
+    from omnisync import tokens
+
+    tokens._offline_tiktoken.cache_clear()
+    monkeypatch.setitem(sys.modules, "tiktoken", None)  # as if it were not installed
     assert tokens.default_counter("gpt-4o") is tokens.estimate_tokens
     tokens._offline_tiktoken.cache_clear()
