@@ -230,14 +230,14 @@ class Compiler:
             return Array(tuple, fixed=[self.compile(arg) for arg in args]) if args else Array(tuple)
         if container is dict:
             return Mapping(self.compile(args[0]), self.compile(args[1])) if args else Mapping(AnyValue(), AnyValue())
-        if typing.is_typeddict(hint) or dataclasses.is_dataclass(hint):
+        if _is_typeddict(hint) or dataclasses.is_dataclass(hint):
             with self._opened(hint):
                 return self._record(hint)
         raise UnsupportedHint(f"{_name(hint)} is not in the built-in subset ({SUPPORTED})")
 
     def _record(self, hint: Any) -> Record:
         hints = typing.get_type_hints(hint)
-        if typing.is_typeddict(hint):
+        if _is_typeddict(hint):
             fields = {name: self.compile(h) for name, h in hints.items()}
             return Record(fields, [n for n in fields if n in hint.__required_keys__], dict, None)
         own = [f for f in dataclasses.fields(hint) if f.init]
@@ -268,6 +268,11 @@ def describe(schema: dict[str, Any]) -> str:
     if kind == "array" and schema.get("items"):
         return f"array of {describe(schema['items'])}"
     return str(kind) if isinstance(kind, str) else "any"
+
+
+def _is_typeddict(hint: Any) -> bool:
+    """A TypedDict from typing or from typing_extensions (whose classes typing.is_typeddict misses before 3.12)."""
+    return isinstance(hint, type) and issubclass(hint, dict) and hasattr(hint, "__required_keys__")
 
 
 def _article(json_type: str) -> str:
