@@ -51,55 +51,67 @@ class AnyValue(Converter):
         return value
 
 
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+_TRUE, _FALSE = {"true", "t", "yes", "y", "on", "1"}, {"false", "f", "no", "n", "off", "0"}
+_NO = object()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _lax_int(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    try:
+        return int(value.strip()) if isinstance(value, str) else _NO
+    except ValueError:
+        return _NO
+
+
+def _lax_float(value: Any) -> Any:
+    try:
+        parsed = float(value.strip()) if isinstance(value, str) else math.nan
+    except ValueError:
+        return _NO
+    return parsed if math.isfinite(parsed) else _NO
+
+
+def _lax_bool(value: Any) -> Any:
+    word = str(value).strip().lower() if isinstance(value, (int, str)) else ""
+    return word in _TRUE if word in _TRUE | _FALSE else _NO
+
+
+_EXACT: dict[Any, Callable[[Any], bool]] = {
+    str: lambda value: isinstance(value, str),
+    int: lambda value: isinstance(value, int) and not isinstance(value, bool),
+    float: _is_number,
+    bool: lambda value: isinstance(value, bool),
+    type(None): lambda value: value is None,
+}
+_LAX: dict[Any, Callable[[Any], Any]] = {
+    str: lambda value: str(value) if _is_number(value) else _NO,
+    int: _lax_int,
+    float: _lax_float,
+    bool: _lax_bool,
+    type(None): lambda value: _NO,
+}
+
+
 class Scalar(Converter):
     """str, int, float, bool or None; ``strict`` refuses every coercion."""
 
-    _TRUE = {"true", "t", "yes", "y", "on", "1"}
-    _FALSE = {"false", "f", "no", "n", "off", "0"}
-
     def __init__(self, kind: type) -> None:
-        self.kind = kind
-        self.json_type = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}[kind]
+        self.kind, self.json_type = kind, _JSON_TYPES[kind]
         self.schema = {"type": self.json_type}
 
     def convert(self, value: Any, path: Path, strict: bool = False) -> Any:
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if self.kind is type(None):
-            if value is None:
-                return None
-        elif self.kind is bool:
-            if isinstance(value, bool):
-                return value
-            if not strict and isinstance(value, (int, str)):
-                word = str(value).strip().lower()
-                if word in self._TRUE or word in self._FALSE:
-                    return word in self._TRUE
-        elif self.kind is int:
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-            if not strict and isinstance(value, float) and value.is_integer():
-                return int(value)
-            if not strict and isinstance(value, str):
-                try:
-                    return int(value.strip())
-                except ValueError:
-                    pass
-        elif self.kind is float:
-            if number:
-                return float(value)
-            if not strict and isinstance(value, str):
-                try:
-                    parsed = float(value.strip())
-                except ValueError:
-                    pass
-                else:
-                    if math.isfinite(parsed):
-                        return parsed
-        elif isinstance(value, str):
-            return value
-        elif not strict and number:
-            return str(value)
-        raise Mismatch(path, f"expected {_article(self.json_type)}", value)
+        if _EXACT[self.kind](value):
+            return float(value) if self.kind is float else value
+        coerced = _NO if strict else _LAX[self.kind](value)
+        if coerced is _NO:
+            raise Mismatch(path, f"expected {_article(self.json_type)}", value)
+        return coerced
 
 
 class Choice(Converter):
@@ -108,8 +120,8 @@ class Choice(Converter):
     def __init__(self, values: list[Any], result: Callable[[Any], Any] = lambda value: value) -> None:
         self.values, self.result = values, result
         self.schema = {"enum": values}
-        json_types = {Scalar(type(v)).json_type for v in values if type(v) in (str, int, float, bool, type(None))}
-        if len(json_types) == 1 and len(values) == len([v for v in values if type(v) in (str, int, float, bool)]):
+        json_types = {_JSON_TYPES.get(type(value)) for value in values}
+        if len(json_types) == 1 and None not in json_types:
             self.schema["type"] = json_types.pop()
 
     def convert(self, value: Any, path: Path, strict: bool = False) -> Any:

@@ -1,16 +1,20 @@
 """Tool parameters through pydantic's ``TypeAdapter``: every type pydantic knows, validated in lax mode.
 
-Importing this module imports pydantic; ``signature`` imports it only when pydantic is installed.
+Importing this module imports pydantic; under a version older than 2.6 it raises ImportError, so
+the hand-written subset is used instead.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pydantic
 import typing_extensions
+from pydantic import VERSION, ConfigDict, PydanticUserError, TypeAdapter, ValidationError
 
 from .mismatch import ArgumentsMismatch, problem
+
+if tuple(int(part) for part in VERSION.split(".")[:2]) < (2, 6):
+    raise ImportError(f"omnisync describes tools with pydantic 2.6 or later, not {VERSION}")
 
 
 class PydanticParameters:
@@ -20,14 +24,14 @@ class PydanticParameters:
         fields = {key: hint if key in required else typing_extensions.NotRequired[hint] for key, hint in hints.items()}
         make_typed_dict: Any = typing_extensions.TypedDict  # built at run time, which type checkers cannot follow
         arguments = make_typed_dict(f"{name}_arguments", fields)
-        arguments.__pydantic_config__ = pydantic.ConfigDict(extra="forbid", coerce_numbers_to_str=True)
-        self._adapter: pydantic.TypeAdapter[dict[str, Any]] = pydantic.TypeAdapter(arguments)
-        self.schema = without_titles(self._adapter.json_schema())
+        arguments.__pydantic_config__ = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+        self._adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(arguments)
+        self.schema = tidy(self._adapter.json_schema())
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
             return self._adapter.validate_python(arguments)
-        except pydantic.ValidationError as exc:
+        except ValidationError as exc:
             raise ArgumentsMismatch([_problem(error) for error in exc.errors(include_url=False)]) from None
 
 
@@ -35,7 +39,7 @@ def build(name: str, hints: dict[str, Any], required: list[str]) -> PydanticPara
     """The parameters, or why pydantic cannot describe them."""
     try:
         return PydanticParameters(name, hints, required)
-    except pydantic.PydanticUserError as exc:
+    except (PydanticUserError, TypeError) as exc:  # a hint pydantic cannot describe
         return str(exc).split("\n", 1)[0]
 
 
@@ -45,10 +49,11 @@ def _problem(error: Any) -> str:
     return problem(error["loc"], error["msg"], error["input"])
 
 
-def without_titles(schema: Any) -> Any:
-    """The schema without pydantic's generated ``title`` keywords (a property named "title" stays)."""
+def tidy(schema: Any) -> Any:
+    """Without pydantic's generated ``title`` keywords (a property named "title" stays), and with every
+    object of named properties closed, as validation treats it (pydantic before 2.14 left that out)."""
     if isinstance(schema, list):
-        return [without_titles(item) for item in schema]
+        return [tidy(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
     cleaned: dict[str, Any] = {}
@@ -56,9 +61,11 @@ def without_titles(schema: Any) -> Any:
         if key == "title" and isinstance(value, str):
             continue
         if key in ("properties", "$defs", "patternProperties"):
-            cleaned[key] = {name: without_titles(sub) for name, sub in value.items()}
+            cleaned[key] = {name: tidy(sub) for name, sub in value.items()}
         elif key in ("default", "examples", "const", "enum"):
             cleaned[key] = value
         else:
-            cleaned[key] = without_titles(value)
+            cleaned[key] = tidy(value)
+    if cleaned.get("type") == "object" and "properties" in cleaned:
+        cleaned.setdefault("additionalProperties", False)
     return cleaned
