@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import typing
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, Optional
 
@@ -108,6 +109,8 @@ CASES = {
     "bare list": (list, [('[1, "a"]', [1, "a"], True)], ["a", {}]),
     "set": (set[str], [('["a", "b"]', {"a", "b"}, True), ('["a", "a"]', {"a"}, False)], ["a", [[]]]),
     "tuple": (tuple[int, str], [('[1, "a"]', (1, "a"), True)], [[1], [1, "a", 2], ["x", "a"]]),
+    "Sequence": (Sequence[int], [("[1, 2]", [1, 2], True)], ["1", {}]),
+    "Mapping": (Mapping[str, bool], [('{"a": true}', {"a": True}, True)], [{"a": []}, []]),
     "dict": (dict[str, int], [('{"a": 1}', {"a": 1}, True), ('{"a": "1"}', {"a": 1}, False)], [{"a": "x"}, [], "a"]),
     "dataclass": (Point, [('{"x": 1, "y": 2}', Point(1, 2), True), ('{"x": "1"}', Point(1, 0), False)], [{"y": 1}, {"x": 1, "z": 2}, "p"]),
     "TypedDict": (

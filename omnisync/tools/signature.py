@@ -62,8 +62,8 @@ class ToolParameters:
         ]
         try:
             resolved = typing.get_type_hints(function, include_extras=True)
-        except Exception as exc:  # a NameError or TypeError from a hint that does not resolve
-            raise ConfigurationError(f"Tool {name!r}: its type hints do not resolve ({exc}); import the types they name.") from exc
+        except Exception as exc:  # a NameError from a hint naming what is not imported, a TypeError from a non-function
+            raise ConfigurationError(f"Tool {name!r}: its type hints cannot be read ({exc}); register a function whose hints name imported types.") from exc
         hints = {p.name: resolved.get(p.name, Any) for p in self._parameters}
         self.required = [p.name for p in self._parameters if p.default is p.empty]
         self._backend = self._backend_for(hints)
@@ -71,14 +71,12 @@ class ToolParameters:
 
     def _backend_for(self, hints: dict[str, Any]) -> Backend:
         with_pydantic = load_pydantic()
-        why_not_pydantic = ""
+        why_not_pydantic = "install pydantic (pip install 'omnisync[pydantic]') for every type it knows"
         if with_pydantic is not None:
             built = with_pydantic.build(self.name, hints, self.required)
             if not isinstance(built, str):
                 return typing.cast(Backend, built)
             why_not_pydantic = f"pydantic refused them too: {built}"
-        else:
-            why_not_pydantic = "install pydantic (pip install 'omnisync[pydantic]') for every type it knows"
         try:
             return SubsetParameters(hints, self.required)
         except subset.UnsupportedHint as exc:

@@ -1,7 +1,7 @@
 """The hand-written subset of type hints: JSON schema and lax coercion, used without pydantic.
 
-Covers str, int, float, bool, None, Any, Literal, Enum, unions and Optional, list/set/tuple,
-dict, dataclasses and TypedDicts (nested, not recursive), and ``Annotated`` (metadata ignored).
+Covers str, int, float, bool, None, Any, Literal, Enum, unions and Optional, list/set/tuple
+(and Sequence), dict (and Mapping), dataclasses and TypedDicts (nested, not recursive), and ``Annotated`` (metadata ignored).
 Coercion follows pydantic's lax mode where the meaning is clear: ``"2"`` is the integer 2.
 """
 
@@ -12,6 +12,7 @@ import enum
 import math
 import types
 import typing
+from collections import abc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,9 +26,9 @@ SUPPORTED = "str, int, float, bool, None, Any, Literal, Enum, unions, list, set,
 class Mismatch(Exception):
     """A value does not fit its hint; ``text`` says where and why."""
 
-    def __init__(self, path: Path, message: str, value: Any) -> None:
-        super().__init__(problem(path, message, value))
-        self.text = problem(path, message, value)
+    def __init__(self, path: Path, message: str, *value: Any) -> None:
+        super().__init__(problem(path, message, *value))
+        self.text = str(self)
 
 
 class UnsupportedHint(TypeError):
@@ -133,7 +134,7 @@ class Choice(Converter):
         raise Mismatch(path, "expected one of " + ", ".join(map(repr, self.values)), value)
 
 
-class Union(Converter):
+class AnyOf(Converter):
     """The first arm that takes the value as it is, else the first that can coerce it."""
 
     def __init__(self, arms: list[Converter]) -> None:
@@ -174,7 +175,9 @@ class Array(Converter):
         return self.container(items.convert(v, (*path, i), strict) for i, v in enumerate(value))
 
 
-class Mapping(Converter):
+class Dictionary(Converter):
+    """``dict[K, V]`` and ``Mapping[K, V]``: an object whose keys and values are each converted."""
+
     def __init__(self, keys: Converter, values: Converter) -> None:
         self.keys, self.values = keys, values
         self.schema = {"type": "object", "additionalProperties": values.schema or True}
@@ -207,7 +210,7 @@ class Record(Converter):
                 raise Mismatch((*path, name), "is not a field here; allowed: " + ", ".join(self.fields), value[name])
         for name in self.required:
             if name not in value:
-                raise Mismatch((*path, name), "is a required field and is missing", value)
+                raise Mismatch((*path, name), "is a required field and is missing")
         return self.build({name: self.fields[name].convert(v, (*path, name), strict) for name, v in value.items()})
 
 
@@ -230,18 +233,18 @@ class Compiler:
         if origin is typing.Literal:
             return Choice(list(args))
         if origin in (typing.Union, types.UnionType):
-            return Union([self.compile(arg) for arg in args])
+            return AnyOf([self.compile(arg) for arg in args])
         if isinstance(hint, type) and issubclass(hint, enum.Enum):
             return Choice([member.value for member in hint], hint)
         container = origin or hint
-        if container in (list, set, frozenset):
-            return Array(container, self.compile(args[0]) if args else None)
+        if container in (list, set, frozenset, abc.Sequence, abc.MutableSequence):
+            return Array(list if issubclass(container, abc.Sequence) else container, self.compile(args[0]) if args else None)
         if container is tuple:
             if len(args) == 2 and args[1] is Ellipsis:
                 return Array(tuple, self.compile(args[0]))
             return Array(tuple, fixed=[self.compile(arg) for arg in args]) if args else Array(tuple)
-        if container is dict:
-            return Mapping(self.compile(args[0]), self.compile(args[1])) if args else Mapping(AnyValue(), AnyValue())
+        if container in (dict, abc.Mapping, abc.MutableMapping):
+            return Dictionary(self.compile(args[0]), self.compile(args[1])) if args else Dictionary(AnyValue(), AnyValue())
         if _is_typeddict(hint) or dataclasses.is_dataclass(hint):
             with self._opened(hint):
                 return self._record(hint)
