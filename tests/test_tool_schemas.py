@@ -308,3 +308,21 @@ def test_a_run_hands_the_tool_integers_and_the_model_gets_the_sum(monkeypatch):
     assert result["response"] == "5" and received == [(2, 3)]
     assert http.sent[0]["tools"] == tools.schemas()
     assert http.sent[1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "5"}
+
+
+def test_pydantic_models_and_field_constraints_reach_the_schema_and_the_check():
+    pydantic_or_skip()
+    from pydantic import BaseModel, Field
+
+    class Order(BaseModel):
+        item: str
+        quantity: int = 1
+
+    def place(order: Order, copies: typing.Annotated[int, Field(description="How many copies", ge=1)] = 1) -> str:
+        return f"{copies} x {order.quantity} {order.item}"
+
+    tool = register(place)
+    assert tool.parameters["properties"]["copies"] == {"type": "integer", "description": "How many copies", "minimum": 1}
+    assert not openapi_or_skip().errors("ChatCompletionTool", tool.schema())
+    assert tool.call({"order": {"item": "tea", "quantity": "2"}, "copies": "3"}) == "3 x 2 tea"
+    assert tool.call({"order": {"item": "tea"}, "copies": 0}).endswith("copies: Input should be greater than or equal to 1 (got 0)")
