@@ -138,7 +138,7 @@ def test_tool_schema_from_type_hints():
     assert schema["function"]["name"] == "search" and schema["function"]["description"] == "Search the notes."
     assert schema["function"]["parameters"] == {
         "type": "object",
-        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}, "exact": {"type": "boolean"}},
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}, "exact": {"anyOf": [{"type": "boolean"}, {"type": "null"}]}},
         "required": ["query"],
         "additionalProperties": False,
     }
