@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import threading
 import uuid
 from collections.abc import Callable
@@ -37,7 +38,7 @@ from .stores.base import MemoryStore
 from .tokens import TokenCounter, message_tokens
 from .tools import ToolRegistry
 
-_OWNER = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+_OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 _RUN_MESSAGES_PAGE = 64
 
 

@@ -1,0 +1,1 @@
+"""The stores: one module per backend, all on the MemoryStore contract in base.py."""
