@@ -6,17 +6,12 @@ import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-try:
-    import vcr
+if TYPE_CHECKING:
     from vcr.errors import CannotOverwriteExistingCassetteException
-except ImportError as exc:  # pragma: no cover
-    from ..errors import MissingDependencyError
 
-    raise MissingDependencyError(
-        "omnisync.testing requires optional dependency 'vcrpy'. Install it with: pip install 'omnisync[test]'"
-    ) from exc
+from ..errors import MissingDependencyError
 
 RECORD_MODES = ("none", "once", "new_episodes", "all")
 SCRUBBED_HEADERS = ("authorization", "cookie", "set-cookie", "openai-organization", "openai-project", "api-key", "x-api-key")
@@ -102,6 +97,7 @@ def cassette(
         if difference:
             raise AssertionError(difference)
 
+    vcr, cannot_overwrite = _vcrpy()
     recorder = vcr.VCR(
         record_mode=record_mode,
         match_on=("method", "path", "omnisync_body"),
@@ -113,22 +109,37 @@ def cassette(
     try:
         with recorder.use_cassette(str(path), allow_playback_repeats=False) as tape:
             yield tape
-    except CannotOverwriteExistingCassetteException as exc:
+    except cannot_overwrite as exc:
         raise CassetteMismatchError(_explain(path, exc)) from None
 
 
+def _vcrpy() -> tuple[Any, type[Exception]]:
+    """vcrpy, imported only when a cassette is used, so the pytest plugin loads without it."""
+    try:
+        import vcr
+        from vcr.errors import CannotOverwriteExistingCassetteException
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "omnisync cassettes need the optional dependency 'vcrpy'. Install it with: pip install 'omnisync[cassettes]'"
+        ) from exc
+    return vcr, CannotOverwriteExistingCassetteException
+
+
 def _explain(path: Path, exc: CannotOverwriteExistingCassetteException) -> str:
-    request = exc.failed_request
+    # Worked out from the cassette rather than read from exc.reason / exc.similar_requests,
+    # which only vcrpy 9 sets (vcrpy 9 needs Python 3.11; 3.10 gets vcrpy 8).
+    request, tape = exc.failed_request, exc.cassette
+    similar = tape.find_requests_with_most_matches(request)
     where = f"cassette {path}"
-    if exc.reason == "cassette_not_found":
+    if not tape.rewound and not len(tape):
         return f"{where} does not exist; record it once with --omnisync-record-mode=once (against a real server)"
     lines = [f"{where} holds no answer for {request.method} {request.path}"]
-    if exc.reason == "already_played":
+    if similar and not similar[0][2]:
         lines.append("the matching recorded request was already played: the code now sends it more often than when recorded")
-    for _, _, failed in exc.similar_requests[:1]:
+    for _, _, failed in similar[:1]:
         for matcher, message in failed:
             lines.append(f"first difference ({matcher}): {message}")
-    if exc.reason == "nothing_similar":
+    if not similar:
         lines.append("nothing recorded has that method and path")
     lines.append("re-record with --omnisync-record-mode=once after deleting the cassette, if the change is intended")
     return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""What a user installs: every module ships, the pytest plugin loads without its extras,
+the suite can run against the installed wheel, and the vendored OpenAPI subset is current."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import distribution
+from pathlib import Path
+
+import pytest
+
+import omnisync
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_DIR = Path(omnisync.__file__).resolve().parent
+
+
+def test_every_folder_of_python_files_in_the_package_is_a_package():
+    """setup.cfg's ``packages = find:`` skips a folder without __init__.py, and the wheel then lacks it."""
+    folders = {path.parent for path in PACKAGE_DIR.rglob("*.py") if "__pycache__" not in path.parts}
+    assert folders, PACKAGE_DIR
+    not_packages = sorted(str(folder.relative_to(PACKAGE_DIR)) for folder in folders if not (folder / "__init__.py").exists())
+    assert not_packages == []
+
+
+def test_every_module_of_the_package_imports():
+    modules = pkgutil.walk_packages(omnisync.__path__, "omnisync.")
+    names = [info.name for info in modules if not info.name.endswith(".__main__")]  # those run a command
+    assert "omnisync.stores.sql" in names and "omnisync.testing.plugin" in names
+    for name in names:
+        importlib.import_module(name)
+
+
+@pytest.mark.skipif(os.environ.get("OMNISYNC_TEST_INSTALLED") != "1", reason="only when nox runs the suite against the built wheel")
+def test_the_suite_runs_against_the_installed_wheel_not_the_source_tree():
+    assert "site-packages" in PACKAGE_DIR.parts, PACKAGE_DIR
+    assert not (PACKAGE_DIR.parent / "setup.cfg").exists()
+    direct_url = distribution("omnisync").read_text("direct_url.json")
+    assert direct_url is None or not json.loads(direct_url).get("dir_info", {}).get("editable"), direct_url
+
+
+def test_the_pytest_plugin_loads_without_vcrpy_and_names_the_extra_when_a_cassette_is_used(tmp_path):
+    """A user's own project: omnisync and pytest installed, vcrpy not (hidden here with sys.modules)."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    (tmp_path / "test_user.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+            from omnisync.errors import MissingDependencyError
+
+            def test_plain():
+                assert 1 + 1 == 2
+
+            def test_cassette_names_the_extra(omnisync_cassette):
+                with pytest.raises(MissingDependencyError, match=r"pip install 'omnisync\\[cassettes\\]'"):
+                    with omnisync_cassette("anything"):
+                        pass
+            """
+        )
+    )
+    hide_vcrpy = "import sys; sys.modules['vcr'] = None; import pytest; sys.exit(pytest.main(['-q']))"
+    done = subprocess.run([sys.executable, "-c", hide_vcrpy], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+
+
+def test_the_vendored_openapi_subset_is_what_the_script_cuts_from_the_full_description(tmp_path):
+    full = os.environ.get("OMNISYNC_OPENAPI_FULL")
+    if not full:
+        pytest.skip("set OMNISYNC_OPENAPI_FULL to OpenAI's full openapi.json to check the vendored subset")
+    fresh = tmp_path / "openapi.json"
+    script = ROOT / "scripts" / "vendor_openapi.py"
+    done = subprocess.run([sys.executable, str(script), full, "--output", str(fresh)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    vendored = ROOT / "tests" / "openapi_spec" / "openapi.json"
+    assert fresh.read_bytes() == vendored.read_bytes(), "tests/openapi_spec/openapi.json is stale: rerun scripts/vendor_openapi.py"
