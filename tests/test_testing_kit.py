@@ -1,5 +1,7 @@
 """omnisync.testing: scrubbed cassettes, body matching, clear mismatch errors, CLI-only record mode."""
 
+import logging
+
 import pytest
 import yaml
 
@@ -36,7 +38,7 @@ def test_a_missing_cassette_says_how_to_record(tmp_path):
             chat.complete([{"role": "user", "content": "x"}])
 
 
-def test_recording_scrubs_secrets_and_ignores_varying_fields(tmp_path):
+def test_recording_scrubs_secrets_and_ignores_varying_fields(tmp_path, caplog):
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     import json
     import threading
@@ -59,12 +61,14 @@ def test_recording_scrubs_secrets_and_ignores_varying_fields(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         chat = ChatClient(ModelConfig.from_dict({**CONFIG, "base_url": f"http://127.0.0.1:{server.server_port}/v1"}))
-        with cassette("scrub", tmp_path, record_mode="once"):
+        with caplog.at_level(logging.DEBUG), cassette("scrub", tmp_path, record_mode="once"):
             chat.complete([{"role": "user", "content": "x"}], user="run-1")
     finally:
         chat.close()
         server.shutdown()
         server.server_close()
+    logged = "\n".join(f"{record.getMessage()} {record.args}" for record in caplog.records)
+    assert "session=abc" not in logged and "org-secret" not in logged and "sk-test-secret" not in logged
     text = (tmp_path / "scrub.yaml").read_text()
     assert "sk-test-secret" not in text and "session=abc" not in text and "org-secret" not in text
     recorded = yaml.safe_load(text)["interactions"][0]

@@ -103,7 +103,12 @@ class SQLStore(MemoryStore):
         self._serial = threading.RLock() if isinstance(self.engine.pool, StaticPool) else None
         if self._is_sqlite:
             _configure_sqlite(self.engine)
-        self._ensure_schema()
+        try:
+            self._ensure_schema()
+        except BaseException:
+            if self._owns_engine:
+                self.engine.dispose()
+            raise
         self._hot = (
             SQLiteHotPath(
                 self.engine,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,10 +108,22 @@ def cassette(
     )
     recorder.register_matcher("omnisync_body", body_matcher)
     try:
-        with recorder.use_cassette(str(path), allow_playback_repeats=False) as tape:
+        with _vcr_logs_quiet(), recorder.use_cassette(str(path), allow_playback_repeats=False) as tape:
             yield tape
     except cannot_overwrite as exc:
         raise CassetteMismatchError(_explain(path, exc)) from None
+
+
+@contextmanager
+def _vcr_logs_quiet() -> Iterator[None]:
+    """vcrpy logs each recorded request and response at INFO, headers unscrubbed: keep those records out."""
+    logger = logging.getLogger("vcr")
+    previous = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
 
 
 def _vcrpy() -> tuple[Any, type[Exception]]:
