@@ -215,7 +215,11 @@ def test_clear_one_session_then_all_sessions_of_one_agent(env, db):
     assert "10 messages" in one.stdout
     with open_sql(db) as store:
         assert [(s.agent, s.session_id) for s in store.sessions()] == [(AGENT, "s2"), ("helper", "s1")]
-    every = cli("clear", "--agent", AGENT, "--all-sessions", env=env)
+    unasked = cli("clear", "--agent", AGENT, "--all-sessions", env=env)  # stdin is not a terminal
+    assert unasked.returncode == 2 and "--yes" in unasked.stderr
+    with open_sql(db) as store:
+        assert len(store.sessions(AGENT)) == 1  # nothing deleted
+    every = cli("clear", "--agent", AGENT, "--all-sessions", "--yes", env=env)
     assert every.returncode == 0 and "3 messages" in every.stdout
     with open_sql(db) as store:
         assert [(s.agent, s.session_id) for s in store.sessions()] == [("helper", "s1")]

@@ -1,4 +1,4 @@
-"""``export --sqlite FILE``: a plain SQLite file, one table per kind, that Datasette opens as it is.
+"""An export as a plain SQLite file, one table per kind, that Datasette opens as it is.
 
 ``messages`` has one row per stored message (primary key agent, session_id, seq), with a
 ``summary`` flag; ``runs`` one row per run record (primary key agent, run_id). Lists and
@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import MissingDependencyError
 from ..messages import Message
 from ..run_record import RunRecord
-from .errors import CommandError
+from ..errors import TransferError
 
 MESSAGE_COLUMNS: dict[str, type] = {
     "agent": str,
@@ -66,10 +66,10 @@ def write(path: Path, messages: Iterable[Message], runs: Iterable[RunRecord]) ->
         import sqlite_utils
     except ImportError as exc:
         raise MissingDependencyError(
-            "export --sqlite requires optional dependency 'sqlite-utils'. Install it with: pip install 'omnisync[export]'"
+            "A SQLite export (export --sqlite) requires optional dependency 'sqlite-utils'. Install it with: pip install 'omnisync[export]'"
         ) from exc
     if path.exists():
-        raise CommandError(f"{path} already exists; export --sqlite writes a new file: remove it or pick another name")
+        raise TransferError(f"{path} already exists; a SQLite export writes a new file: remove it or pick another name")
     partial = path.with_name(path.name + ".partial")
     partial.unlink(missing_ok=True)
     counts = [0, 0]
