@@ -24,7 +24,7 @@ from .restore import Report, Restorer
 def read_export(source: TextIO | str | os.PathLike[str], *, name: str | None = None) -> Export:
     """Read and check a whole JSON Lines export (a path, or an open text stream) before anything is written."""
     if not isinstance(source, (str, os.PathLike)):
-        return parse(source, name or getattr(source, "name", "the export"))
+        return parse(source, name or str(getattr(source, "name", "the export")))
     shown = name or os.fspath(source)
     try:
         with open(source, encoding="utf-8-sig") as lines:

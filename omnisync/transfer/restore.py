@@ -205,7 +205,7 @@ class _Replay:
 
     def summary(self, summary: Message) -> None:
         self.flush()
-        folded = []
+        folded: list[int] = []
         for original, new_seq in reversed(self.live):  # the inactive ones just before the summary
             if original.status != INACTIVE:
                 break

@@ -81,12 +81,12 @@ def write(path: Path, messages: Iterable[Message], runs: Iterable[RunRecord]) ->
 
     db = sqlite_utils.Database(partial)
     try:
-        db["messages"].create(MESSAGE_COLUMNS, pk=("agent", "session_id", "seq"), not_null=("role", "status"))
-        db["runs"].create(RUN_COLUMNS, pk=("agent", "run_id"), not_null=("status",))
-        db["messages"].insert_all(counted((_message_row(m) for m in messages), 0))
-        db["runs"].insert_all(counted((r.to_record() for r in runs), 1))
-        db["messages"].create_index(["agent", "session_id", "status", "seq"])
-        db["runs"].create_index(["agent", "status"])
+        db.table("messages").create(MESSAGE_COLUMNS, pk=("agent", "session_id", "seq"), not_null=("role", "status"))
+        db.table("runs").create(RUN_COLUMNS, pk=("agent", "run_id"), not_null=("status",))
+        db.table("messages").insert_all(counted((_message_row(m) for m in messages), 0))
+        db.table("runs").insert_all(counted((r.to_record() for r in runs), 1))
+        db.table("messages").create_index(["agent", "session_id", "status", "seq"])
+        db.table("runs").create_index(["agent", "status"])
     except BaseException:
         db.close()
         partial.unlink(missing_ok=True)
