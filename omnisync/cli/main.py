@@ -27,7 +27,8 @@ EPILOG = """\
 which store: --store KIND reads that kind's variable, as MemoryRouter(KIND) does (DATABASE_URL,
 REDIS_URL, MONGODB_URI), unless --url is given; --url alone lets its scheme choose (sqlite:///...,
 postgresql://..., redis://..., mongodb://...); with neither, the one of those variables that is
-set. Store options go before or after the command.
+set. Store options go before or after the command. Only import and copy's --to create a
+store; every other command needs one that is there, and a missing one is an error.
 
 exit status: 0 done, 1 failed (one line on stderr says why), 2 bad arguments (usage shown)."""
 
