@@ -4,6 +4,7 @@
     ├── ConfigurationError (also ValueError)    a bad argument or setting, raised when it is given
     ├── MissingDependencyError (also ImportError) an optional extra is not installed
     ├── StoreError                               a memory store could not read or write
+    ├── TransferError                            an export, import or copy cannot be done as asked
     ├── ModelError                               the model endpoint did not give an answer
     │   ├── ModelConnectionError                 no HTTP response at all
     │   │   └── ModelTimeoutError
@@ -42,6 +43,10 @@ class MissingDependencyError(OmnisyncError, ImportError):
 
 class StoreError(OmnisyncError):
     """A memory store failed to read or write; nothing is returned in place of the data."""
+
+
+class TransferError(OmnisyncError):
+    """An export, import or copy refused its input or destination, or its end check failed; the message says why."""
 
 
 class ModelError(OmnisyncError):

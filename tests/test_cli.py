@@ -1,9 +1,7 @@
 """The omnisync command, run as users run it: ``python -m omnisync.cli`` in a subprocess.
 
-Each test gets a SQLite store (``DATABASE_URL``) filled in-process through SQLStore: a session
-folded twice with ``retention_policy="keep"`` (a tool exchange among the folded messages), a
-session folded with ``"delete"`` (so its seqs have a gap), a second agent with the same session
-id, and run records, one of them awaiting approval.
+Each test gets a SQLite store (``DATABASE_URL``) filled in-process through SQLStore with
+``transfer_helpers.fill``: summaries kept and deleted, two agents, runs awaiting approval.
 """
 
 from __future__ import annotations
@@ -13,28 +11,19 @@ import os
 import subprocess
 import sys
 import uuid
-from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 import backends
 from omnisync.agent import OmniCoreAgent
-from omnisync.messages import SUMMARY_PREFIX, Message, utcnow
 from omnisync.router import MemoryRouter
-from omnisync.run_record import AWAITING_APPROVAL, COMPLETED, RunRecord
-from omnisync.stores.base import MemoryStore
+from omnisync.run_record import AWAITING_APPROVAL
 from omnisync.stores.sql import SQLStore
-from store_contract import reply, tool_exchange, user
+from transfer_helpers import AGENT, fill, seqs, snapshot
 
 REPO = Path(__file__).resolve().parents[1]
-AGENT = "assistant"
 STORE_VARIABLES = ("DATABASE_URL", "REDIS_URL", "MONGODB_URI", "MONGODB_DB_NAME", "MONGODB_COLLECTION", "OMNISYNC_REDIS_PREFIX")
-PENDING = [
-    {"id": "call_a", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "atlas"}'}},
-    {"id": "call_b", "type": "function", "function": {"name": "delete_file", "arguments": '{"path": "/tmp/x"}'}},
-]
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -51,63 +40,6 @@ def environment(**variables: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.update(variables)
     return env
-
-
-def summary(text: str, first: int, last: int, folded: int) -> Message:
-    content = f"{SUMMARY_PREFIX} {text}"
-    metadata = {"summary": {"first_seq": first, "last_seq": last, "folded": folded, "model": "test"}}
-    return Message(role="user", content=content, metadata=metadata, tokens=12)
-
-
-def fill(store: MemoryStore) -> None:
-    # assistant/s1: seqs 2..16; [2, 8] folded into 9, then [9, 12] into 13, both kept inactive.
-    tool = tool_exchange("call_t")
-    tool = [replace(tool[0], run_id="run-old"), replace(tool[1], run_id="run-old", name="lookup")]
-    store.append(AGENT, "s1", [user("My project is called Atlas."), reply("Noted."), *tool])
-    store.append(AGENT, "s1", [user("It ships on Friday."), reply("Got it."), user("The team is Ada and Linus."), reply("Noted, Ada and Linus.")])
-    assert store.fold(AGENT, "s1", summary("Atlas; a lookup.", 2, 8, 4), first_seq=2, last_seq=8, expected_count=4, delete=False)
-    assert store.fold(AGENT, "s1", summary("Atlas ships Friday.", 9, 12, 3), first_seq=9, last_seq=12, expected_count=3, delete=False)
-    # assistant/s2: [2, 6] folded into 7 and deleted; 8 and 10 stay.
-    store.append(AGENT, "s2", [user("one"), reply("two"), user("three"), reply("four"), user("five")])
-    assert store.fold(AGENT, "s2", summary("one to three", 2, 6, 3), first_seq=2, last_seq=6, expected_count=3, delete=True)
-    # helper/s1: the same session id, another agent.
-    store.append("helper", "s1", [user("helper question"), reply("helper answer")])
-
-    now = utcnow()
-    waiting = RunRecord(
-        run_id="run-wait", agent=AGENT, session_id="s1", status="running", loaded_seq=(13, 16), first_written_seq=14,
-        usage={"prompt_tokens": 40, "completion_tokens": 8}, created_at=now, updated_at=now,
-    )
-    waiting = store.save_run(waiting, expected_version=None)
-    store.save_run(waiting.evolve(status=AWAITING_APPROVAL, step=1, pending_calls=PENDING), expected_version=waiting.version)
-    done = RunRecord(
-        run_id="run-done", agent=AGENT, session_id="s2", status=COMPLETED, response="done", loaded_seq=(7, 8),
-        first_written_seq=10, created_at=now + timedelta(seconds=1), updated_at=now, finished_at=now,
-    )
-    store.save_run(done, expected_version=None)
-    store.save_run(RunRecord(run_id="run-h", agent="helper", session_id="s1", status=COMPLETED, created_at=now), expected_version=None)
-
-
-def snapshot(store: MemoryStore) -> dict:
-    """Every session's messages (all fields but seq, time and a summary's seq range) and every run."""
-    sessions = {}
-    for info in store.sessions():
-        rows = []
-        for m in store.history(info.agent, info.session_id, include_inactive=True):
-            metadata = {k: v for k, v in m.metadata.items() if k != "summary"}
-            if m.is_summary:
-                metadata["summary"] = {k: v for k, v in m.metadata["summary"].items() if k not in ("first_seq", "last_seq")}
-            rows.append((m.role, m.content, m.tool_calls, m.tool_call_id, m.name, m.status, m.is_summary, metadata, m.tokens, m.run_id))
-        sessions[(info.agent, info.session_id)] = rows
-    runs = {}
-    for agent in (AGENT, "helper"):
-        for r in store.list_runs(agent):
-            runs[(agent, r.run_id)] = {k: v for k, v in r.to_record().items() if k not in ("first_written_seq", "loaded_seq")}
-    return {"sessions": sessions, "runs": runs}
-
-
-def seqs(store: MemoryStore, agent: str, session_id: str) -> list[tuple[int, str, bool]]:
-    return [(m.seq, m.status, m.is_summary) for m in store.history(agent, session_id, include_inactive=True)]
 
 
 def assert_one_line_failure(result: subprocess.CompletedProcess[str], status: int = 1) -> None:
@@ -215,7 +147,11 @@ def test_clear_one_session_then_all_sessions_of_one_agent(env, db):
     assert "10 messages" in one.stdout
     with open_sql(db) as store:
         assert [(s.agent, s.session_id) for s in store.sessions()] == [(AGENT, "s2"), ("helper", "s1")]
-    every = cli("clear", "--agent", AGENT, "--all-sessions", env=env)
+    unasked = cli("clear", "--agent", AGENT, "--all-sessions", env=env)  # stdin is not a terminal
+    assert unasked.returncode == 2 and "--yes" in unasked.stderr
+    with open_sql(db) as store:
+        assert len(store.sessions(AGENT)) == 1  # nothing deleted
+    every = cli("clear", "--agent", AGENT, "--all-sessions", "--yes", env=env)
     assert every.returncode == 0 and "3 messages" in every.stdout
     with open_sql(db) as store:
         assert [(s.agent, s.session_id) for s in store.sessions()] == [("helper", "s1")]
@@ -423,3 +359,181 @@ def test_copy_sqlite_to_mongodb(env, db):
         client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000)
         client.drop_database(db_name)
         client.close()
+
+
+# --- reading never creates ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["sessions"], ["history", "s1", "--agent", AGENT], ["runs"], ["export"], ["clear", "s1", "--agent", AGENT], ["preview", "s1", "--agent", AGENT]],
+    ids=["sessions", "history", "runs", "export", "clear", "preview"],
+)
+def test_a_mistyped_sqlite_path_is_an_error_and_creates_nothing(tmp_path, args):
+    missing = tmp_path / "memroy.db"
+    result = cli(*args, env=environment(DATABASE_URL=f"sqlite:///{missing}"))
+    assert_one_line_failure(result)
+    assert f"no store at {missing}: no such file" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sqlite_file_without_omnisync_tables_is_not_a_store(tmp_path):
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("create table notes (body text)")
+    conn.close()
+    result = cli("sessions", "--url", f"sqlite:///{other}", env=environment())
+    assert_one_line_failure(result)
+    assert "no omnisync tables" in result.stderr
+    with sqlite3.connect(other) as conn:
+        assert [name for (name,) in conn.execute("select name from sqlite_master")] == ["notes"]
+    conn.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+
+
+def test_reading_an_existing_store_leaves_no_file_behind(env, tmp_path):
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for args in (["sessions"], ["runs"], ["export"]):
+        assert cli(*args, env=env).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_import_of_a_missing_file_opens_no_store(tmp_path):
+    result = cli("import", str(tmp_path / "nope.jsonl"), env=environment(DATABASE_URL=f"sqlite:///{tmp_path / 'new.db'}"))
+    assert_one_line_failure(result)
+    assert "cannot read" in result.stderr and "nope.jsonl" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_copy_from_a_missing_store_creates_neither(tmp_path):
+    source, target = tmp_path / "typo.db", tmp_path / "target.db"
+    result = cli("copy", "--from", f"sqlite:///{source}", "--to", f"sqlite:///{target}", env=environment())
+    assert_one_line_failure(result)
+    assert f"no store at {source}" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_postgres_schema_without_tables_is_not_a_store():
+    sqlalchemy = pytest.importorskip("sqlalchemy")
+    url = backends.postgres_url()
+    schema = f"cli_{uuid.uuid4().hex[:12]}"
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sqlalchemy.text(f"create schema {schema}"))
+    except sqlalchemy.exc.OperationalError as exc:
+        engine.dispose()
+        backends.unreachable("PostgreSQL", str(exc).splitlines()[0])
+    try:
+        result = cli("sessions", "--url", f"{url}?options=-csearch_path%3D{schema}", env=environment())
+        assert_one_line_failure(result)
+        assert "no omnisync tables" in result.stderr
+        with engine.connect() as conn:
+            assert sqlalchemy.inspect(conn).get_table_names(schema=schema) == []
+        missing_db = url.rsplit("/", 1)[0] + f"/{schema}"
+        absent = cli("sessions", "--url", missing_db, env=environment())
+        assert_one_line_failure(absent)
+        assert "cannot open" in absent.stderr and schema in absent.stderr
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sqlalchemy.text(f"drop schema {schema} cascade"))
+        engine.dispose()
+
+
+def test_a_redis_prefix_with_no_keys_is_not_a_store():
+    redis = pytest.importorskip("redis")
+    url = backends.redis_url()
+    prefix = f"omnisync-cli-typo-{uuid.uuid4().hex}"
+    result = cli("sessions", "--url", url, env=environment(OMNISYNC_REDIS_PREFIX=prefix))
+    if "Connection refused" in result.stderr:
+        backends.unreachable("Redis", result.stderr.strip())
+    assert_one_line_failure(result)
+    assert f"no key starts with '{prefix}:'" in result.stderr
+    client = redis.Redis.from_url(url)
+    try:
+        assert list(client.scan_iter(match=f"{prefix}*", count=1000)) == []
+    finally:
+        client.close()
+
+
+def test_a_missing_mongodb_database_is_an_error_and_is_not_created():
+    pymongo = pytest.importorskip("pymongo")
+    uri = backends.mongodb_uri()
+    db_name = f"omnisync_cli_typo_{uuid.uuid4().hex[:12]}"
+    client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000)
+    try:
+        result = cli("runs", "--url", uri, env=environment(MONGODB_DB_NAME=db_name))
+        if "cannot reach" in result.stderr:
+            backends.unreachable("MongoDB (FerretDB)", result.stderr.strip())
+        assert_one_line_failure(result)
+        assert f"database '{db_name}' has no collection 'messages'" in result.stderr
+        assert db_name not in client.list_database_names()
+    finally:
+        client.drop_database(db_name)
+        client.close()
+
+
+# --- names that hold nothing, asking first, the bar, the version --------------------------
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["clear", "s1", "--agent", "assitant"], "agent 'assitant' has no sessions"),
+        (["clear", "--agent", "assitant", "--all-sessions", "--yes"], "agent 'assitant' has no sessions"),
+        (["clear", "s9", "--agent", AGENT], "agent 'assistant' has no session 's9'"),
+        (["history", "s9", "--agent", AGENT, "--all"], "agent 'assistant' has no session 's9'"),
+        (["sessions", "--agent", "assitant"], "agent 'assitant' has no sessions"),
+    ],
+    ids=["clear-agent", "clear-all-agent", "clear-session", "history-session", "sessions-agent"],
+)
+def test_an_unknown_agent_or_session_is_an_error(env, db, args, said):
+    result = cli(*args, env=env)
+    assert_one_line_failure(result)
+    assert said in result.stderr
+    with open_sql(db) as store:
+        assert len(store.history(AGENT, "s1", include_inactive=True)) == 10
+
+
+def test_clear_all_sessions_asks_on_a_terminal(env, db, monkeypatch):
+    from omnisync.cli.main import main
+
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    for name in ("REDIS_URL", "MONGODB_URI"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABASE_URL", db)
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    answers = iter(["n", "y"])
+    asked = []
+    monkeypatch.setattr("builtins.input", lambda question: asked.append(question) or next(answers))
+    assert main(["clear", "--agent", AGENT, "--all-sessions"]) == 1
+    assert asked == ["delete all 2 sessions (13 messages) of agent 'assistant'? [y/N] "]
+    with open_sql(db) as store:
+        assert len(store.sessions(AGENT)) == 2
+    assert main(["clear", "--agent", AGENT, "--all-sessions"]) == 0
+    with open_sql(db) as store:
+        assert store.sessions(AGENT) == []
+
+
+def test_the_progress_bar_counts_records_and_completes_on_append(env, db, tmp_path):
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    first = cli("copy", "--from", db, "--to", target, "--progress", env=env)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.rstrip().endswith("100%  18/18 records")  # 15 messages and 3 run records
+    again = cli("copy", "--from", db, "--to", target, "--append", "--progress", env=env)
+    assert again.returncode == 0, again.stderr
+    assert "3 already there" in again.stdout
+    assert again.stderr.rstrip().endswith("100%  18/18 records")
+
+
+def test_version(env):
+    from importlib.metadata import version
+
+    result = cli("--version", env=env)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"omnisync {version('omnisync')}"

@@ -61,17 +61,28 @@ def kind_from_environment() -> str:
 
 
 def open_router(kind: str | None, url: str | None, timeout: float) -> MemoryRouter:
-    """A router on the chosen store; its connections fail within ``timeout`` seconds where the driver allows."""
+    """A router on the chosen store, made if it is not there yet; connections fail within ``timeout`` seconds where the driver allows."""
+    kind = choose_kind(kind, url)
+    return MemoryRouter(kind, url=url, **client_options(kind, timeout))
+
+
+def choose_kind(kind: str | None, url: str | None) -> str:
+    """The kind ``--store`` names, checked against ``--url``; else the URL's; else the environment's."""
     if kind is None:
-        kind = kind_of_url(url) if url else kind_from_environment()
-    elif url:
+        return kind_of_url(url) if url else kind_from_environment()
+    if url:
         named = kind_of_url(url)
         if named != kind:
             raise UsageError(f"--store {kind} does not match the URL {redact(url)!r} (a {named} URL)")
-    return MemoryRouter(kind, url=url, **_client_options(kind, timeout))
+    return kind
 
 
-def _client_options(kind: str, timeout: float) -> dict[str, Any]:
+def url_of(kind: str, url: str | None) -> str | None:
+    """``url``, or the kind's environment variable, as MemoryRouter reads it."""
+    return url or next(read() for _, named, read in _ENV_URLS if named == kind)
+
+
+def client_options(kind: str, timeout: float) -> dict[str, Any]:
     if kind == "redis":
         return {"socket_connect_timeout": timeout}
     if kind == "mongodb":

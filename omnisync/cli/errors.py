@@ -1,19 +1,15 @@
-"""How a command fails: the exit status and the one line it prints.
+"""How a command fails, besides the library's own errors (the exit status is decided in ``main``).
 
-    CommandError      exit 1: the command could not do what was asked (a refusal, a failed check)
-    └── UsageError    exit 2: the arguments are wrong; the usage is printed too
+    CommandError      the command could not do what was asked (a refusal, a failed check): exit 1
+    └── UsageError    the arguments or settings are wrong; the usage is printed too: exit 2
 """
 
 from __future__ import annotations
 
 
 class CommandError(Exception):
-    """The command cannot do what was asked; it exits 1 with this message."""
-
-    exit_status = 1
+    """The command cannot do what was asked."""
 
 
 class UsageError(CommandError):
-    """The arguments or settings are wrong; it exits 2 with the usage and this message."""
-
-    exit_status = 2
+    """The arguments or settings are wrong."""

@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 
 from ..errors import ConfigurationError, OmnisyncError
 from ..run_record import RUN_STATUSES
-from .connect import CLI_KINDS, open_router
+from .connect import CLI_KINDS
 from .errors import CommandError, UsageError
+from .reading import open_existing
 
 MAX_ID_LENGTH = 255
 DEFAULT_TIMEOUT = 10.0
@@ -26,7 +27,8 @@ EPILOG = """\
 which store: --store KIND reads that kind's variable, as MemoryRouter(KIND) does (DATABASE_URL,
 REDIS_URL, MONGODB_URI), unless --url is given; --url alone lets its scheme choose (sqlite:///...,
 postgresql://..., redis://..., mongodb://...); with neither, the one of those variables that is
-set. Store options go before or after the command.
+set. Store options go before or after the command. Only import and copy's --to create a
+store; every other command needs one that is there, and a missing one is an error.
 
 exit status: 0 done, 1 failed (one line on stderr says why), 2 bad arguments (usage shown)."""
 
@@ -36,7 +38,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     command: argparse.ArgumentParser = args.command_parser
-    show_traceback = getattr(args, "traceback", False)
     try:
         return _run(args)
     except KeyboardInterrupt:
@@ -46,15 +47,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as exc:
-        if show_traceback:
+        if getattr(args, "traceback", False):
             raise
-        if isinstance(exc, (UsageError, ConfigurationError)):
+        status = exit_status(exc)
+        if status == 2:
             command.error(_one_line(exc))  # exits 2 with the usage
         if isinstance(exc, (CommandError, OmnisyncError)):
             print(f"{command.prog}: error: {_one_line(exc)}", file=sys.stderr)
         else:  # a driver error no store wrapped
             print(f"{command.prog}: error: {type(exc).__name__}: {_one_line(exc)} (--traceback shows where)", file=sys.stderr)
-        return 1
+        return status
+
+
+def exit_status(exc: Exception) -> int:
+    """2 for wrong arguments or settings (the usage is shown), 1 for everything else that failed."""
+    return 2 if isinstance(exc, (UsageError, ConfigurationError)) else 1
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -62,11 +69,9 @@ def _run(args: argparse.Namespace) -> int:
     if check is not None:
         check(args)
     timeout = getattr(args, "timeout", DEFAULT_TIMEOUT)
-    if args.handler is None:  # copy opens its own two stores
-        from .transfer import copy
-
-        return copy(args, timeout)
-    with open_router(getattr(args, "store", None), getattr(args, "url", None), timeout) as router:
+    if args.opens_own_store:  # import reads its file first; copy opens two stores
+        return args.handler(args, timeout)
+    with open_existing(getattr(args, "store", None), getattr(args, "url", None), timeout) as router:
         return args.handler(args, router)
 
 
@@ -134,11 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[store_options],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, handler: Callable | None, help: str, *, store: bool = True) -> argparse.ArgumentParser:
+    def command(name: str, handler: Callable, help: str, *, store: bool = True, opens_own_store: bool = False) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help, description=help, parents=[_connection_options(with_store=store)])
-        sub.set_defaults(handler=handler, command_parser=sub)
+        sub.set_defaults(handler=handler, command_parser=sub, opens_own_store=opens_own_store)
         return sub
 
     sub = command("sessions", show.sessions, "list the sessions per agent, with message counts and last activity")
@@ -154,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("clear", show.clear, "delete one session of an agent, or with --all-sessions all of them")
     sub.add_argument("session", type=session_id, nargs="?", metavar="SESSION")
     sub.add_argument("--agent", type=agent_name, required=True)
-    sub.add_argument("--all-sessions", action="store_true", help="delete every session of the agent")
+    sub.add_argument("--all-sessions", action="store_true", help="delete every session of the agent (asks first on a terminal)")
+    sub.add_argument("--yes", action="store_true", help="do not ask: needed for --all-sessions when stdin is not a terminal")
     sub.set_defaults(check=_check_clear)
 
     sub = command("export", transfer.export, "write sessions and run records as JSON Lines (or, with --sqlite, a SQLite file)")
@@ -163,11 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("-o", "--output", metavar="FILE", help="write JSON Lines here (default: stdout)")
     where.add_argument("--sqlite", metavar="FILE", help="write a new SQLite file, tables messages and runs (opens in Datasette)")
 
-    sub = command("import", transfer.import_, "read a JSON Lines export into the store")
+    sub = command("import", transfer.import_, "read a JSON Lines export into the store (made if it is not there)", opens_own_store=True)
     sub.add_argument("file", metavar="FILE", help="the export ('-' for stdin)")
     _append_and_progress(sub)
 
-    sub = command("copy", None, "copy sessions and run records between two stores, then verify the counts", store=False)
+    sub = command("copy", transfer.copy, "copy sessions and run records between two stores, then verify the counts", store=False, opens_own_store=True)
     sub.add_argument("--from", dest="source", required=True, metavar="URL", help="the store to read")
     sub.add_argument("--to", dest="target", required=True, metavar="URL", help="the store to write")
     _selection(sub)
@@ -197,6 +204,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("omnisync")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
 def _json(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -221,6 +237,8 @@ def _check_clear(args: argparse.Namespace) -> None:
         raise UsageError("give a SESSION or --all-sessions, not both")
     if not args.all_sessions and not args.session:
         raise UsageError("give the SESSION to clear, or --all-sessions to clear every session of the agent")
+    if args.all_sessions and not args.yes and not sys.stdin.isatty():
+        raise UsageError(f"--all-sessions deletes every session of agent {args.agent!r}: pass --yes to confirm (there is no terminal to ask)")
 
 
 def _check_copy(args: argparse.Namespace) -> None:

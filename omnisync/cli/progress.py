@@ -11,20 +11,24 @@ EVERY_SECONDS = 0.1
 
 
 class Progress:
-    """``[#####.....]  45%  450/1000 messages``, redrawn in place at most ten times a second.
+    """``[#####.....]  45%  450/1000 records``, redrawn in place at most ten times a second.
 
-    Shown only when ``enabled`` (the caller decides: stderr is a terminal, or ``--progress``).
-    The total is the source's own count, so the bar never runs past 100% if it was low.
+    A record is a message or a run record. Shown only when ``enabled`` (the caller decides:
+    stderr is a terminal, or ``--progress``). The transfer calls :meth:`start` with the source's
+    own count, so the bar never runs past 100% if it was low.
     """
 
-    def __init__(self, label: str, total: int, *, enabled: bool, unit: str = "messages", out: TextIO | None = None) -> None:
+    def __init__(self, label: str, *, enabled: bool, unit: str = "records", out: TextIO | None = None) -> None:
         self.label = label
-        self.total = max(total, 0)
+        self.total = 0
         self.enabled = enabled
         self.unit = unit
         self.done = 0
         self._out = out or sys.stderr
         self._drawn_at = 0.0
+
+    def start(self, total: int) -> None:
+        self.total = max(total, 0)
 
     def advance(self, count: int = 1) -> None:
         self.done += count

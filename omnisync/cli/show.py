@@ -7,11 +7,14 @@ import argparse
 from ..messages import Message
 from ..router import MemoryRouter
 from .output import note, print_json, snippet, table, when
-from .records import message_line
+from ..transfer.records import message_line
+from .errors import CommandError
 
 
 def sessions(args: argparse.Namespace, router: MemoryRouter) -> int:
     found = router.store.sessions(args.agent)
+    if args.agent and not found:
+        raise CommandError(no_sessions(args.agent))
     if args.json:
         print_json(
             [
@@ -28,11 +31,13 @@ def sessions(args: argparse.Namespace, router: MemoryRouter) -> int:
 
 def history(args: argparse.Namespace, router: MemoryRouter) -> int:
     messages = router.store.history(args.agent, args.session, include_inactive=args.all)
+    if not messages:
+        require_session(router, args.agent, args.session)
     if args.json:
         print_json([message_line(m) for m in messages])
         return 0
     if not messages:
-        note(f"no {'' if args.all else 'active '}messages in session {args.session!r} of agent {args.agent!r}")
+        note(f"no active messages in session {args.session!r} of agent {args.agent!r}")
         return 0
     if args.all:
         table(("SEQ", "STATUS", "ROLE", "CONTENT"), [(m.seq, _status(m), m.role, _content(m)) for m in messages])
@@ -59,8 +64,40 @@ def _content(message: Message) -> str:
 
 
 def clear(args: argparse.Namespace, router: MemoryRouter) -> int:
-    session_id = None if args.all_sessions else args.session
-    deleted = router.store.clear(args.agent, session_id)
+    """Refuse a name that holds nothing (a typo would otherwise answer "0 messages deleted"); ask before clearing all."""
+    store = router.store
+    if args.all_sessions:
+        held = store.sessions(args.agent)
+        if not held:
+            raise CommandError(no_sessions(args.agent) + "; nothing deleted")
+        if not args.yes and not _confirmed(f"delete all {len(held)} sessions ({sum(s.message_count for s in held)} messages) of agent {args.agent!r}?"):
+            raise CommandError("not confirmed; nothing deleted")
+        session_id = None
+    else:
+        require_session(router, args.agent, args.session)
+        session_id = args.session
+    deleted = store.clear(args.agent, session_id)
     where = "every session" if session_id is None else f"session {session_id!r}"
     print(f"cleared {where} of agent {args.agent!r}: {deleted} messages deleted (run records are kept)")
     return 0
+
+
+def no_sessions(agent: str) -> str:
+    return f"agent {agent!r} has no sessions in this store (check the name and the store)"
+
+
+def require_session(router: MemoryRouter, agent: str, session_id: str) -> None:
+    """Raise CommandError unless the store holds ``session_id`` of ``agent``, saying which of the two is unknown."""
+    held = router.store.sessions(agent)
+    if not held:
+        raise CommandError(no_sessions(agent))
+    if all(s.session_id != session_id for s in held):
+        raise CommandError(f"agent {agent!r} has no session {session_id!r} ({len(held)} others: omnisync sessions --agent {agent} lists them)")
+
+
+def _confirmed(question: str) -> bool:
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")

@@ -1,4 +1,4 @@
-"""``export --sqlite FILE``: a plain SQLite file, one table per kind, that Datasette opens as it is.
+"""An export as a plain SQLite file, one table per kind, that Datasette opens as it is.
 
 ``messages`` has one row per stored message (primary key agent, session_id, seq), with a
 ``summary`` flag; ``runs`` one row per run record (primary key agent, run_id). Lists and
@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import MissingDependencyError
 from ..messages import Message
 from ..run_record import RunRecord
-from .errors import CommandError
+from ..errors import TransferError
 
 MESSAGE_COLUMNS: dict[str, type] = {
     "agent": str,
@@ -66,10 +66,10 @@ def write(path: Path, messages: Iterable[Message], runs: Iterable[RunRecord]) ->
         import sqlite_utils
     except ImportError as exc:
         raise MissingDependencyError(
-            "export --sqlite requires optional dependency 'sqlite-utils'. Install it with: pip install 'omnisync[export]'"
+            "A SQLite export (export --sqlite) requires optional dependency 'sqlite-utils'. Install it with: pip install 'omnisync[export]'"
         ) from exc
     if path.exists():
-        raise CommandError(f"{path} already exists; export --sqlite writes a new file: remove it or pick another name")
+        raise TransferError(f"{path} already exists; a SQLite export writes a new file: remove it or pick another name")
     partial = path.with_name(path.name + ".partial")
     partial.unlink(missing_ok=True)
     counts = [0, 0]
@@ -81,12 +81,12 @@ def write(path: Path, messages: Iterable[Message], runs: Iterable[RunRecord]) ->
 
     db = sqlite_utils.Database(partial)
     try:
-        db["messages"].create(MESSAGE_COLUMNS, pk=("agent", "session_id", "seq"), not_null=("role", "status"))
-        db["runs"].create(RUN_COLUMNS, pk=("agent", "run_id"), not_null=("status",))
-        db["messages"].insert_all(counted((_message_row(m) for m in messages), 0))
-        db["runs"].insert_all(counted((r.to_record() for r in runs), 1))
-        db["messages"].create_index(["agent", "session_id", "status", "seq"])
-        db["runs"].create_index(["agent", "status"])
+        db.table("messages").create(MESSAGE_COLUMNS, pk=("agent", "session_id", "seq"), not_null=("role", "status"))
+        db.table("runs").create(RUN_COLUMNS, pk=("agent", "run_id"), not_null=("status",))
+        db.table("messages").insert_all(counted((_message_row(m) for m in messages), 0))
+        db.table("runs").insert_all(counted((r.to_record() for r in runs), 1))
+        db.table("messages").create_index(["agent", "session_id", "status", "seq"])
+        db.table("runs").create_index(["agent", "status"])
     except BaseException:
         db.close()
         partial.unlink(missing_ok=True)

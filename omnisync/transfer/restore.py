@@ -34,8 +34,8 @@ from typing import Any
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import RunRecord
 from ..stores.base import SEQ_STEP, MemoryStore
-from .errors import CommandError
-from .progress import Progress
+from ..errors import TransferError
+from .progress import NoProgress, Progress
 from .records import Counts, SessionDump
 
 APPEND_BATCH = 500
@@ -67,10 +67,10 @@ class Report:
 class Restorer:
     """Restores sessions and run records into ``store``; call :meth:`verify` at the end."""
 
-    def __init__(self, store: MemoryStore, *, append: bool, progress: Progress) -> None:
+    def __init__(self, store: MemoryStore, *, append: bool, progress: Progress | None = None) -> None:
         self.store = store
         self.append = append
-        self.progress = progress
+        self.progress = progress or NoProgress()
         self.report = Report()
         self._expected: dict[Key, Counts] = {}
         self._seqs: dict[Key, tuple[list[int], list[int]]] = {}
@@ -93,16 +93,16 @@ class Restorer:
             return
         if taken:
             names = ", ".join(f"{s!r} of {a!r}" for a, s in taken[:_SHOWN]) + (" ..." if len(taken) > _SHOWN else "")
-            raise CommandError(
+            raise TransferError(
                 f"the destination already holds {len(taken)} of these sessions ({names}); nothing was written. "
-                "Pass --append to add the messages after the ones it holds."
+                "Pass append=True (--append on the command line) to add the messages after the ones it holds."
             )
         clashing = [r for r in runs if self.store.load_run(r.agent, r.run_id) is not None]
         if clashing:
             names = ", ".join(r.run_id for r in clashing[:_SHOWN]) + (" ..." if len(clashing) > _SHOWN else "")
-            raise CommandError(
+            raise TransferError(
                 f"the destination already holds {len(clashing)} of these run records ({names}); nothing was written. "
-                "Pass --append to keep the ones it holds and add the rest."
+                "Pass append=True (--append on the command line) to keep the ones it holds and add the rest."
             )
 
     # --- sessions -------------------------------------------------------------------
@@ -130,9 +130,11 @@ class Restorer:
         for record in records:
             if record.expires_at is not None and record.expires_at <= now:
                 self.report.runs_expired += 1
+                self.progress.advance()
                 continue
             if self.append and self.store.load_run(record.agent, record.run_id) is not None:
                 self.report.runs_already_there += 1
+                self.progress.advance()
                 continue
             moved = self._renumbered(record)
             self.started = True
@@ -170,7 +172,7 @@ class Restorer:
                 wrong.append(f"run {record.run_id} of {record.agent!r}: not stored at version {record.version}")
         if wrong:
             shown = "; ".join(wrong[:_SHOWN]) + (f"; and {len(wrong) - _SHOWN} more" if len(wrong) > _SHOWN else "")
-            raise CommandError(f"the counts differ after writing: {shown}")
+            raise TransferError(f"the counts differ after writing: {shown}")
         return self.report
 
 
@@ -203,7 +205,7 @@ class _Replay:
 
     def summary(self, summary: Message) -> None:
         self.flush()
-        folded = []
+        folded: list[int] = []
         for original, new_seq in reversed(self.live):  # the inactive ones just before the summary
             if original.status != INACTIVE:
                 break
@@ -224,7 +226,7 @@ class _Replay:
             delete=delete,
         )
         if written is None:
-            raise CommandError(
+            raise TransferError(
                 f"the store refused to restore the summary at seq {summary.seq} of session {self.session_id!r} "
                 f"of {self.agent!r} (is something else writing to it?); the session is only partly written"
             )

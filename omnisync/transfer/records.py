@@ -21,7 +21,7 @@ from typing import Any
 from ..messages import ACTIVE, INACTIVE, ROLES, Message, from_chat
 from ..run_record import RunRecord
 from ..stores.base import MemoryStore, SessionInfo
-from .errors import CommandError
+from ..errors import TransferError
 
 MESSAGE = "message"
 RUN = "run"
@@ -126,9 +126,9 @@ def parse(lines: Iterable[str], source: str) -> Export:
         try:
             line = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise CommandError(f"{where}: not JSON ({exc.msg})") from None
+            raise TransferError(f"{where}: not JSON ({exc.msg})") from None
         if not isinstance(line, dict):
-            raise CommandError(f"{where}: expected a JSON object, not {type(line).__name__}")
+            raise TransferError(f"{where}: expected a JSON object, not {type(line).__name__}")
         kind = line.get("kind")
         if kind == MESSAGE:
             message = _message(line, where)
@@ -140,35 +140,35 @@ def parse(lines: Iterable[str], source: str) -> Export:
         elif kind == RUN:
             parsed.runs.append(_run(line, where))
         else:
-            raise CommandError(f"{where}: unknown kind {kind!r} (expected 'message' or 'run')")
+            raise TransferError(f"{where}: unknown kind {kind!r} (expected 'message' or 'run')")
     for dump in parsed.sessions:
         dump.messages.sort(key=lambda m: m.seq)  # type: ignore[arg-type, return-value]
         seqs = [m.seq for m in dump.messages]
         if len(set(seqs)) != len(seqs):
-            raise CommandError(f"{source}: session {dump.session_id!r} of agent {dump.agent!r} has two messages with one seq")
+            raise TransferError(f"{source}: session {dump.session_id!r} of agent {dump.agent!r} has two messages with one seq")
     return parsed
 
 
 def _message(line: dict[str, Any], where: str) -> Message:
     for name in ("agent", "session_id"):
         if not isinstance(line.get(name), str) or not line[name]:
-            raise CommandError(f"{where}: {name} must be a non-empty string")
+            raise TransferError(f"{where}: {name} must be a non-empty string")
     seq = line.get("seq")
     if isinstance(seq, bool) or not isinstance(seq, int):
-        raise CommandError(f"{where}: seq must be a whole number, not {seq!r}")
+        raise TransferError(f"{where}: seq must be a whole number, not {seq!r}")
     status = line.get("status", ACTIVE)
     if status not in (ACTIVE, INACTIVE):
-        raise CommandError(f"{where}: status must be 'active' or 'inactive', not {status!r}")
+        raise TransferError(f"{where}: status must be 'active' or 'inactive', not {status!r}")
     chat = line.get("message")
     if not isinstance(chat, dict) or chat.get("role") not in ROLES:
-        raise CommandError(f"{where}: message must be a chat message with a role of {', '.join(ROLES)}")
+        raise TransferError(f"{where}: message must be a chat message with a role of {', '.join(ROLES)}")
     calls = chat.get("tool_calls")
     if calls is not None and (not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls)):
-        raise CommandError(f"{where}: tool_calls must be a list of objects")
+        raise TransferError(f"{where}: tool_calls must be a list of objects")
     metadata = line.get("metadata") or {}
     tokens = line.get("tokens") or 0
     if not isinstance(metadata, dict) or isinstance(tokens, bool) or not isinstance(tokens, int):
-        raise CommandError(f"{where}: metadata must be an object and tokens a whole number")
+        raise TransferError(f"{where}: metadata must be an object and tokens a whole number")
     return from_chat(
         chat,
         metadata=metadata,
@@ -184,13 +184,13 @@ def _message(line: dict[str, Any], where: str) -> Message:
 def _run(line: dict[str, Any], where: str) -> RunRecord:
     record = line.get("record")
     if not isinstance(record, dict):
-        raise CommandError(f"{where}: a run line needs a record object")
+        raise TransferError(f"{where}: a run line needs a record object")
     try:
         run = RunRecord.from_record(record)
     except (TypeError, ValueError) as exc:
-        raise CommandError(f"{where}: not a run record ({exc})") from None
+        raise TransferError(f"{where}: not a run record ({exc})") from None
     if not run.run_id or not run.agent or not run.session_id:
-        raise CommandError(f"{where}: a run record needs run_id, agent and session_id")
+        raise TransferError(f"{where}: a run record needs run_id, agent and session_id")
     return run
 
 

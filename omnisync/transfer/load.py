@@ -1,0 +1,96 @@
+"""Sessions and run records into a store: from an export (import) or straight from another store (copy).
+
+Both refuse, before writing anything, a destination that already holds one of their sessions
+or run records, unless ``append``; both end by counting what the destination holds, per
+session, against what was meant to be there, and raise TransferError if they differ. A failure
+after writing began is raised as TransferError saying what was left written (its cause chained).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+from .._logging import logger
+from ..errors import TransferError
+from ..stores.base import MemoryStore
+from .progress import Progress
+from .records import Export, SessionDump, agents_of, parse, selected_sessions
+from .restore import Report, Restorer
+
+
+def read_export(source: TextIO | str | os.PathLike[str], *, name: str | None = None) -> Export:
+    """Read and check a whole JSON Lines export (a path, or an open text stream) before anything is written."""
+    if not isinstance(source, (str, os.PathLike)):
+        return parse(source, name or str(getattr(source, "name", "the export")))
+    shown = name or os.fspath(source)
+    try:
+        with open(source, encoding="utf-8-sig") as lines:
+            return parse(lines, shown)
+    except OSError as exc:
+        raise TransferError(f"cannot read {shown}: {exc.strerror or exc}") from None
+
+
+def import_export(store: MemoryStore, export: Export, *, append: bool = False, progress: Progress | None = None) -> Report:
+    """Write a parsed export into ``store``, then verify the counts; see the module docstring."""
+    restorer = Restorer(store, append=append, progress=progress)
+    restorer.check_free(((s.agent, s.session_id) for s in export.sessions), export.runs)
+    restorer.progress.start(export.message_count + len(export.runs))
+    with _explained(restorer):
+        for dump in export.sessions:
+            restorer.session(dump)
+        restorer.runs(export.runs)
+    return restorer.verify()
+
+
+def copy_store(
+    source: MemoryStore,
+    target: MemoryStore,
+    *,
+    agent: str | None = None,
+    session_id: str | None = None,
+    append: bool = False,
+    progress: Progress | None = None,
+) -> Report:
+    """Copy sessions (all, one agent's, or one id's) and their run records from ``source`` into ``target``."""
+    sessions = selected_sessions(source, agent, session_id)
+    runs = [r for name in agents_of(sessions, agent) for r in source.list_runs(name, session_id=session_id)]
+    restorer = Restorer(target, append=append, progress=progress)
+    restorer.check_free(((s.agent, s.session_id) for s in sessions), runs)
+    restorer.progress.start(sum(s.message_count for s in sessions) + len(runs))
+    with _explained(restorer):
+        for info in sessions:
+            messages = source.history(info.agent, info.session_id, include_inactive=True)
+            restorer.session(SessionDump(info.agent, info.session_id, messages))
+        restorer.runs(runs)
+    return restorer.verify()
+
+
+@contextmanager
+def _explained(restorer: Restorer) -> Iterator[None]:
+    """After a failure, say that what was written so far stays written."""
+    try:
+        yield
+    except Exception as exc:
+        if not restorer.started:
+            raise
+        raise TransferError(f"{_first_line(exc)}; {_partly_written(restorer.report)}") from exc
+    except BaseException:
+        if restorer.started:
+            logger.warning("%s", _partly_written(restorer.report))
+        raise
+
+
+def _partly_written(report: Report) -> str:
+    return (
+        f"the destination was left partly written: {report.sessions} sessions complete, {report.runs} run records; "
+        "the session or run being written when it failed is incomplete"
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
