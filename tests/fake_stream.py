@@ -73,7 +73,7 @@ class PiecedBody:
         self.reads = 0
         self.closed = False
 
-    def read1(self, amt: int | None = None, decode_content: bool | None = None) -> bytes:
+    def read1(self, amt: int | None = None) -> bytes:
         assert not self.closed, "read after close"
         if not self.pieces:
             return b""
