@@ -9,6 +9,12 @@ fields present), chosen by fixed rules from the request:
   followed it yet -> one tool call per directive, in one turn (several = a parallel call)
 - anything else -> "echo: <last user message>"
 
+With ``"stream": true`` the same answer goes out as server-sent events, one chunk per HTTP
+chunk, written from CreateChatCompletionStreamResponse: a role chunk, the text a few words a
+chunk, each tool call as a first fragment (id, type, name) and then its arguments in three
+pieces (parallel calls interleaved), a finish_reason chunk, a usage chunk when
+``stream_options.include_usage`` asks for it, then ``data: [DONE]``.
+
 Run it, then record with the tests pointed at it (see cassettes/README.md):
 
     python cassettes/scripted_model.py --port 8081
@@ -66,16 +72,65 @@ def _completion(body: dict[str, Any], content: str | None, tool_calls: list[dict
     }
 
 
+def stream_chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The answer to ``body`` as the chunks of a stream."""
+    whole = answer(body)
+    choice = whole["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {
+            "id": whole["id"],
+            "object": "chat.completion.chunk",
+            "created": whole["created"],
+            "model": whole["model"],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+        }
+
+    chunks = [chunk({"role": "assistant", "content": "" if message["content"] is not None else None})]
+    words = re.findall(r"\S+\s*", message["content"] or "")
+    chunks += [chunk({"content": "".join(words[i : i + 3])}) for i in range(0, len(words), 3)]
+    calls = message.get("tool_calls") or []
+    for index, call in enumerate(calls):
+        first = {"index": index, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
+        chunks.append(chunk({"tool_calls": [first]}))
+    for piece in range(3):
+        for index, call in enumerate(calls):
+            arguments = call["function"]["arguments"]
+            size = -(-len(arguments) // 3)
+            chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[piece * size : (piece + 1) * size]}}]}))
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**chunk({}), "choices": [], "usage": whole["usage"]})
+    return chunks
+
+
 class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("content-length", 0))
         body = json.loads(self.rfile.read(length))
+        if body.get("stream"):
+            self._stream(body)
+            return
         payload = json.dumps(answer(body)).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
+
+    def _stream(self, body: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        events = [f"data: {json.dumps(c)}\n\n".encode() for c in stream_chunks(body)] + [b"data: [DONE]\n\n"]
+        for event in events:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
 
     def log_message(self, *args: Any) -> None:
         pass

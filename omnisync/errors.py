@@ -9,6 +9,9 @@
     │   ├── ModelConnectionError                 no HTTP response at all
     │   │   └── ModelTimeoutError
     │   ├── ModelResponseError                   a response that is not a chat completion
+    │   ├── ModelStreamError                     a streamed reply broke after it began (never retried)
+    │   │   ├── StreamInterruptedError           the connection ended, dropped or ran out of time
+    │   │   └── StreamServerError                the server sent an error object in the stream
     │   └── ModelStatusError                     an HTTP error status
     │       ├── BadRequestError                  400
     │       ├── AuthenticationError              401
@@ -63,6 +66,26 @@ class ModelTimeoutError(ModelConnectionError):
 
 class ModelResponseError(ModelError):
     """The server answered 2xx with something that is not a chat completion."""
+
+
+class ModelStreamError(ModelError):
+    """A streamed reply broke after its first byte; ``partial`` holds the Completion received so far.
+
+    Never retried: posting again would bill and run a second generation.
+    """
+
+    def __init__(self, message: str, *, partial: Any = None, body: Any = None) -> None:
+        super().__init__(message)
+        self.partial = partial
+        self.body = body
+
+
+class StreamInterruptedError(ModelStreamError):
+    """The stream ended, dropped or passed its deadline before the reply was complete."""
+
+
+class StreamServerError(ModelStreamError):
+    """The server put an error object in the stream; ``body`` is that object."""
 
 
 class ModelStatusError(ModelError):

@@ -7,8 +7,10 @@ import pytest
 import yaml
 
 from omnisync.model.client import parse_completion
+from omnisync.model.sse import iter_events
+from omnisync.model.stream import CompletionAssembler
 from omnisync.testing import SCRUBBED_HEADERS
-from openapi import openapi_or_skip
+from openapi import openapi_or_skip, stream_chunk_errors
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 ALL = sorted(CASSETTES.glob("*/*.yaml"))
@@ -30,9 +32,26 @@ def test_cassette_requests_and_answers(path):
         request, response = interaction["request"], interaction["response"]
         assert request["uri"].endswith("/chat/completions")
         openapi.check_request(json.loads(request["body"]))
-        body = json.loads(response["body"]["string"])
-        if path.parent.name == "handwritten":
-            openapi.check_response(body)
-        assert parse_completion(body).content is not None or parse_completion(body).tool_calls
+        if response["headers"].get("content-type") == ["text/event-stream"]:
+            answer = _streamed_answer(response["body"]["string"], check=path.parent.name == "handwritten")
+        else:
+            body = json.loads(response["body"]["string"])
+            if path.parent.name == "handwritten":
+                openapi.check_response(body)
+            answer = parse_completion(body)
+        assert answer.content is not None or answer.tool_calls
         headers = {name.lower() for name in [*request["headers"], *response["headers"]]}
         assert not headers & set(SCRUBBED_HEADERS), headers & set(SCRUBBED_HEADERS)
+
+
+def _streamed_answer(text, *, check):
+    """A streamed body's Completion; with ``check``, every chunk is valid against the stream chunk schema."""
+    events = [event.data for event in iter_events([text.encode()])]
+    assert events[-1] == "[DONE]", events[-1:]
+    assembler = CompletionAssembler()
+    for data in events[:-1]:
+        chunk = json.loads(data)
+        if check:
+            assert not stream_chunk_errors(chunk), stream_chunk_errors(chunk)
+        assembler.add(chunk)
+    return assembler.completion()

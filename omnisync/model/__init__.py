@@ -2,5 +2,6 @@
 
 from .client import ChatClient, Completion
 from .config import ModelConfig
+from .stream import CompletionStream, TextDelta, ToolCallDelta
 
-__all__ = ["ChatClient", "Completion", "ModelConfig"]
+__all__ = ["ChatClient", "Completion", "CompletionStream", "ModelConfig", "TextDelta", "ToolCallDelta"]

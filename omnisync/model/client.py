@@ -6,13 +6,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 
 from .. import _env
 from .._logging import logger
 from ..errors import (
+    BadRequestError,
     ModelConnectionError,
     ModelResponseError,
     ModelTimeoutError,
@@ -21,7 +22,11 @@ from ..errors import (
 from .config import ModelConfig
 from .retry import retry_after_seconds, retrying
 
+if TYPE_CHECKING:
+    from .stream import CompletionStream
+
 USER_AGENT = "omnisync/0.1"
+DEFAULT_STREAM_DEADLINE = 600.0  # seconds for a whole streamed call: long answers fit, a trickling server does not hold it forever
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,63 @@ class ChatClient:
             return response.json()
         except ValueError as exc:
             raise ModelResponseError(f"{self.url} answered {response.status_code} with a body that is not JSON") from exc
+
+    _stream_options_rejected = False  # set once a server answered 400 to stream_options
+
+    def stream(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        deadline: float = DEFAULT_STREAM_DEADLINE,
+        **overrides: Any,
+    ) -> "CompletionStream":
+        """One chat completion with ``stream: true``: iterate the result for its deltas, then read ``.completion``.
+
+        Tried again by the rules of :meth:`complete` only until a 2xx response's headers have
+        arrived; once a stream has begun it is never posted again (that would bill and run a
+        second generation), and a break raises :class:`~omnisync.errors.ModelStreamError`.
+        Usage is asked for with ``stream_options``; a server that refuses that option with a
+        400 is asked once more without it, and not asked again by this client. ``deadline``
+        bounds the whole call, in seconds from now.
+        """
+        from .stream import CompletionStream
+
+        deadline_at = time.monotonic() + deadline
+        body = self.request_body(messages, tools, **overrides)
+        body["stream"] = True
+        if not self._stream_options_rejected:
+            body["stream_options"] = {"include_usage": True}
+        for attempt in retrying(self.config.max_retries, self._sleep):
+            with attempt:
+                return CompletionStream(self._open_stream(body), deadline_at=deadline_at)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _open_stream(self, body: dict[str, Any]) -> requests.Response:
+        try:
+            return self._post_for_stream(body)
+        except BadRequestError as exc:
+            if "stream_options" not in body or "stream_options" not in str(exc.body):
+                raise
+        logger.debug("%s refused stream_options; streaming without usage", self.url)
+        self._stream_options_rejected = True
+        del body["stream_options"]
+        return self._post_for_stream(body)
+
+    def _post_for_stream(self, body: dict[str, Any]) -> requests.Response:
+        """POST and wait for the status line and headers only; the body is read by CompletionStream."""
+        try:
+            response = self._session().post(self.url, json=body, timeout=self.config.timeout, stream=True)
+        except requests.Timeout as exc:
+            raise ModelTimeoutError(f"{self.url} did not answer within {self.config.timeout:g} s") from exc
+        except requests.RequestException as exc:
+            raise ModelConnectionError(f"could not reach {self.url}: {exc}") from exc
+        if response.status_code >= 400:
+            try:
+                raise _status_error(response)
+            finally:
+                response.close()
+        return response
 
     def close(self) -> None:
         with self._sessions_lock:

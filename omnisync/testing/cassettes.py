@@ -87,6 +87,10 @@ def cassette(
 
     Requests match on method, path and JSON body, leaving out ``ignore_fields`` (top-level
     body fields that vary between runs). Secrets in headers are never written.
+    A streamed reply (server-sent events) is recorded whole once the server has finished
+    it and replays as the same bytes, so the client reads the same chunks; omnisync reads
+    bodies with ``read1``, not ``iter_content(chunk_size=None)`` (which spun forever on
+    replay in older vcrpy, vcrpy#636).
     """
     if record_mode not in RECORD_MODES:
         raise ValueError(f"record_mode must be one of: {', '.join(RECORD_MODES)}; not {record_mode!r}")

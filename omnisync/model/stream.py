@@ -1,0 +1,256 @@
+"""A streamed chat completion: chunks read as they arrive, handed out as deltas, assembled into a Completion.
+
+How a stream ends, decided once:
+
+- ``data: [DONE]`` ends it; the Completion is whatever was assembled (finish_reason may be None
+  if the server never sent one).
+- The body ends without ``[DONE]``: complete if a choice's ``finish_reason`` was seen (some
+  servers leave ``[DONE]`` out; only a trailing usage chunk can be missing then), otherwise
+  :class:`StreamInterruptedError`.
+- An ``error`` object (or an ``event: error``) in the stream: :class:`StreamServerError`.
+- The connection drops, a read times out or the call's deadline passes:
+  :class:`StreamInterruptedError`.
+
+Every such error carries ``partial``: a Completion with the text received so far and no tool
+calls (a call cut off in its arguments is not a call).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+import urllib3
+
+from ..errors import ModelResponseError, ModelStreamError, StreamInterruptedError, StreamServerError
+from .client import Completion, parse_completion
+from .sse import EventParser
+
+READ_SIZE = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the answer's text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of tool call ``index``: its id and name come first, its arguments in pieces."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+Delta = TextDelta | ToolCallDelta
+
+
+@dataclass
+class _ToolCall:
+    id: str | None = None
+    name: str | None = None
+    arguments: list[str] = field(default_factory=list)
+
+
+class CompletionAssembler:
+    """Adds up CreateChatCompletionStreamResponse chunks (choice 0) into one Completion."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.saw_content = False
+        self.tool_calls: dict[int, _ToolCall] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict[str, int] = {}
+        self.model: str | None = None
+        self.id: str | None = None
+
+    def add(self, chunk: dict[str, Any]) -> list[Delta]:
+        self.id = self.id or chunk.get("id")
+        self.model = self.model or chunk.get("model")
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.usage = {k: int(usage[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens") if isinstance(usage.get(k), int)}
+        deltas: list[Delta] = []
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if isinstance(content, str):
+                self.saw_content = True
+                if content:
+                    self.text.append(content)
+                    deltas.append(TextDelta(content))
+            for position, fragment in enumerate(delta.get("tool_calls") or ()):
+                deltas.append(self._add_tool_fragment(fragment, position))
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        return deltas
+
+    def _add_tool_fragment(self, fragment: dict[str, Any], position: int) -> ToolCallDelta:
+        index = fragment.get("index", position)
+        call = self.tool_calls.setdefault(index, _ToolCall())
+        function = fragment.get("function") or {}
+        call.id = call.id or fragment.get("id")
+        call.name = call.name or function.get("name")  # sent whole, once; a repeat is not appended
+        arguments = function.get("arguments") or ""
+        if arguments:
+            call.arguments.append(arguments)
+        return ToolCallDelta(index, fragment.get("id"), function.get("name"), arguments)
+
+    def _content(self) -> str | None:
+        text = "".join(self.text)
+        return text if text or (self.saw_content and not self.tool_calls) else None
+
+    def partial(self) -> Completion:
+        """What arrived so far, for an error: the text, no tool calls."""
+        return Completion(content="".join(self.text) or None, usage=self.usage, model=self.model, id=self.id)
+
+    def completion(self) -> Completion:
+        tool_calls = []
+        for index in sorted(self.tool_calls):
+            call = self.tool_calls[index]
+            if not call.id or not call.name:
+                raise ModelResponseError(f"the stream's tool call {index} came without {'an id' if not call.id else 'a name'}")
+            arguments = "".join(call.arguments) or "{}"
+            tool_calls.append({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
+        return Completion(
+            content=self._content(),
+            tool_calls=tool_calls,
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            model=self.model,
+            id=self.id,
+        )
+
+
+class CompletionStream:
+    """The deltas of one streamed reply; after the loop, ``completion`` is the whole reply.
+
+    Iterate it once (or use it as a context manager); ``close()`` drops the connection at once.
+    The call's deadline is checked after every read, so a stream ends at most one read
+    timeout after it.
+    """
+
+    def __init__(
+        self,
+        response: requests.Response,
+        *,
+        deadline_at: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.response = response
+        self.url = response.url
+        self._deadline_at = deadline_at
+        self._clock = clock
+        self._assembler = CompletionAssembler()
+        self._completion: Completion | None = None
+        self._started = False
+
+    @property
+    def completion(self) -> Completion:
+        if self._completion is None:
+            raise RuntimeError("the stream has not finished: iterate it to the end first")
+        return self._completion
+
+    def __enter__(self) -> "CompletionStream":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.response.close()
+
+    def __iter__(self) -> Iterator[Delta]:
+        if self._started:
+            raise RuntimeError("a CompletionStream can be iterated only once")
+        self._started = True
+        try:
+            if self.response.headers.get("content-type", "").startswith("application/json"):
+                yield from self._whole_reply()
+            else:
+                yield from self._deltas()
+        finally:
+            self.close()
+
+    def _whole_reply(self) -> Iterator[Delta]:
+        """A server that ignored ``stream: true`` and answered with one JSON completion."""
+        self._completion = parse_completion(self.response.json())
+        if self._completion.content:
+            yield TextDelta(self._completion.content)
+        for index, call in enumerate(self._completion.tool_calls):
+            yield ToolCallDelta(index, call["id"], call["function"]["name"], call["function"]["arguments"])
+
+    def _deltas(self) -> Iterator[Delta]:
+        assembler = self._assembler
+        parser = EventParser()
+        for chunk in self._body():
+            for event in parser.feed(chunk):
+                if event.data == "[DONE]":
+                    self._completion = assembler.completion()
+                    return
+                payload = self._payload(event.data)
+                if event.event == "error" or (isinstance(payload, dict) and payload.get("error")):
+                    raise self._server_error(payload)
+                yield from assembler.add(payload)
+        if assembler.finish_reason is None:
+            cut = " in the middle of an event" if parser.pending else ""
+            raise StreamInterruptedError(
+                f"{self.url} ended the stream{cut} before the reply was complete (no finish_reason, no [DONE])",
+                partial=assembler.partial(),
+            )
+        self._completion = assembler.completion()
+
+    def _payload(self, data: str) -> dict[str, Any]:
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            raise ModelStreamError(f"{self.url} sent an event that is not a JSON object: {data[:200]!r}", partial=self._assembler.partial())
+        return payload
+
+    def _server_error(self, payload: dict[str, Any]) -> StreamServerError:
+        error = payload.get("error", payload)
+        detail = error.get("message") if isinstance(error, dict) else error
+        return StreamServerError(
+            f"{self.url} sent an error in the stream: {detail or error}", partial=self._assembler.partial(), body=error
+        )
+
+    def _body(self) -> Iterator[bytes]:
+        """The body's bytes as they arrive (read1: whatever is there, chunked or not)."""
+        read = self._reader()
+        while True:
+            try:
+                chunk = read()
+            except (OSError, http.client.HTTPException, urllib3.exceptions.HTTPError, requests.RequestException) as exc:
+                raise StreamInterruptedError(
+                    f"{self.url} broke off the stream: {exc}", partial=self._assembler.partial()
+                ) from exc
+            if not chunk:
+                return
+            yield chunk
+            if self._clock() > self._deadline_at:
+                raise StreamInterruptedError(
+                    f"{self.url} was still streaming at the call's deadline; pass a longer deadline to stream()",
+                    partial=self._assembler.partial(),
+                )
+
+    def _reader(self) -> Callable[[], bytes]:
+        raw = self.response.raw
+        if isinstance(raw, urllib3.response.BaseHTTPResponse) and hasattr(raw, "read1"):
+            return lambda: raw.read1(READ_SIZE, decode_content=True)
+        if hasattr(raw, "read1"):  # a stand-in such as vcrpy's replayed response (stored decoded)
+            return lambda: raw.read1(READ_SIZE)
+        pieces = self.response.iter_content(READ_SIZE)  # urllib3 1.x: chunked bodies still come chunk by chunk
+        return lambda: next(pieces, b"")
