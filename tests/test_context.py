@@ -21,8 +21,8 @@ def total(messages):
 
 def fit(system, history, current, config):
     """fit_context on plain chat messages, each counted by the estimator."""
-    fitted = fit_context(*(price(estimate_tokens, m) for m in [system]), [price(estimate_tokens, m) for m in history],
-                         [price(estimate_tokens, m) for m in current], config)
+    priced = [[price(estimate_tokens, m) for m in messages] for messages in (history, current)]
+    fitted = fit_context(price(estimate_tokens, system), *priced, config, estimate_tokens)
     assert all(m.tokens == message_tokens(estimate_tokens, m.chat) for m in fitted)  # every count is the message's own
     return [m.chat for m in fitted]
 
