@@ -1,13 +1,19 @@
 """The reference page's first example, blocking: a conversation the agent remembers (in this process)."""
 
+import os
 from omnisync import OmniCoreAgent
+
+
+# Any OpenAI-compatible server: OPENAI_BASE_URL, and OMNISYNC_MODEL / OMNISYNC_MAX_TOKENS (see the README).
+MODEL = os.environ.get("OMNISYNC_MODEL", "gpt-5.4-mini")
+MAX_TOKENS = int(os.environ["OMNISYNC_MAX_TOKENS"]) if os.environ.get("OMNISYNC_MAX_TOKENS") else None
 
 
 def main() -> None:
     agent = OmniCoreAgent(
         name="assistant",
         system_instruction="You are a helpful assistant. Answer in plain text, briefly.",
-        model_config={"provider": "openai", "model": "gpt-5.4-mini"},
+        model_config={"provider": "openai", "model": MODEL, "max_tokens": MAX_TOKENS},
     )
     agent.run("My project is called Atlas.", session_id="user_123")
     result = agent.run("What is my project called?", session_id="user_123")

@@ -1,13 +1,20 @@
-"""The reference page's example "A conversation the agent remembers", as printed there; only the import line changed."""
+"""The reference page's example "A conversation the agent remembers", as printed there; only the import line changed
+(and, as in every example, the model and its output limit come from the environment)."""
 
 import asyncio
+import os
 from omnisync.aio import OmniCoreAgent
+
+# Any OpenAI-compatible server: OPENAI_BASE_URL, and OMNISYNC_MODEL / OMNISYNC_MAX_TOKENS (see the README).
+MODEL = os.environ.get("OMNISYNC_MODEL", "gpt-5.4-mini")
+MAX_TOKENS = int(os.environ["OMNISYNC_MAX_TOKENS"]) if os.environ.get("OMNISYNC_MAX_TOKENS") else None
+
 
 async def main():
     agent = OmniCoreAgent(
         name="assistant",
         system_instruction="You are a helpful assistant. Answer in plain text, briefly.",
-        model_config={"provider": "openai", "model": "gpt-5.4-mini"},
+        model_config={"provider": "openai", "model": MODEL, "max_tokens": MAX_TOKENS},
     )
     await agent.run("My project is called Atlas.", session_id="user_123")
     result = await agent.run("What is my project called?", session_id="user_123")

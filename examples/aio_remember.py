@@ -1,4 +1,5 @@
-"""The reference page's example "Keep it across restarts", as printed there; only the import line changed."""
+"""The reference page's example "Keep it across restarts", as printed there; only the import line changed
+(and, as in every example, the model and its output limit come from the environment)."""
 
 import asyncio
 import os
@@ -8,11 +9,16 @@ os.environ.setdefault("DATABASE_URL", "sqlite:///./memory.db")
 
 from omnisync.aio import MemoryRouter, OmniCoreAgent
 
+# Any OpenAI-compatible server: OPENAI_BASE_URL, and OMNISYNC_MODEL / OMNISYNC_MAX_TOKENS (see the README).
+MODEL = os.environ.get("OMNISYNC_MODEL", "gpt-5.4-mini")
+MAX_TOKENS = int(os.environ["OMNISYNC_MAX_TOKENS"]) if os.environ.get("OMNISYNC_MAX_TOKENS") else None
+
+
 async def main(message: str):
     agent = OmniCoreAgent(
         name="assistant",
         system_instruction="You are a helpful assistant. Answer in plain text, briefly.",
-        model_config={"provider": "openai", "model": "gpt-5.4-mini"},
+        model_config={"provider": "openai", "model": MODEL, "max_tokens": MAX_TOKENS},
         memory_router=MemoryRouter("sql"),
     )
     result = await agent.run(message, session_id="user_123")

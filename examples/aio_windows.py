@@ -1,13 +1,21 @@
-"""The reference page's example "Long conversations: windows and summaries", as printed there; only the import line changed."""
+"""The reference page's example "Long conversations: windows and summaries", as printed there; only the import line changed
+(and, as in every example, the model and its output limit come from the environment). No sleep before reading the history:
+it waits for a pending summary."""
 
 import asyncio
+import os
 from omnisync.aio import OmniCoreAgent
+
+# Any OpenAI-compatible server: OPENAI_BASE_URL, and OMNISYNC_MODEL / OMNISYNC_MAX_TOKENS (see the README).
+MODEL = os.environ.get("OMNISYNC_MODEL", "gpt-5.4-mini")
+MAX_TOKENS = int(os.environ["OMNISYNC_MAX_TOKENS"]) if os.environ.get("OMNISYNC_MAX_TOKENS") else None
+
 
 async def main():
     agent = OmniCoreAgent(
         name="assistant",
         system_instruction="You are a helpful assistant. Answer in plain text, in one short sentence.",
-        model_config={"provider": "openai", "model": "gpt-5.4-mini"},
+        model_config={"provider": "openai", "model": MODEL, "max_tokens": MAX_TOKENS},
         agent_config={
             "memory_config": {
                 "mode": "sliding_window",
@@ -25,7 +33,7 @@ async def main():
         result = await agent.run(message, session_id="user_123")
     print(result["response"])
 
-    await asyncio.sleep(1)  # the summary is saved in the background
+    # no sleep needed: reading the history waits for a pending summary
     for message in await agent.get_session_history("user_123"):
         print(message["role"], "|", message["content"][:90].replace("\n", " "))
     await agent.cleanup()

@@ -12,11 +12,16 @@ os.environ.setdefault("DATABASE_URL", "sqlite:///./memory.db")
 from omnisync import MemoryRouter, OmniCoreAgent  # noqa: E402
 
 
+# Any OpenAI-compatible server: OPENAI_BASE_URL, and OMNISYNC_MODEL / OMNISYNC_MAX_TOKENS (see the README).
+MODEL = os.environ.get("OMNISYNC_MODEL", "gpt-5.4-mini")
+MAX_TOKENS = int(os.environ["OMNISYNC_MAX_TOKENS"]) if os.environ.get("OMNISYNC_MAX_TOKENS") else None
+
+
 def main(message: str) -> None:
     agent = OmniCoreAgent(
         name="assistant",
         system_instruction="You are a helpful assistant. Answer in plain text, briefly.",
-        model_config={"provider": "openai", "model": "gpt-5.4-mini"},
+        model_config={"provider": "openai", "model": MODEL, "max_tokens": MAX_TOKENS},
         memory_router=MemoryRouter("sql"),
     )
     result = agent.run(message, session_id="user_123")

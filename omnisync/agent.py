@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import timedelta
 from typing import Any
 
+from . import run_state
 from ._logging import logger
 from .agent_config import AgentConfig
-from .approvals import record_decision
-from .context import fit_context
-from .errors import ConfigurationError, RunStateError
-from .messages import utcnow
+from .errors import ConfigurationError
 from .model.client import ChatClient
 from .model.config import ModelConfig
+from .prompt import PromptBuilder
 from .router import MemoryRouter
-from .run_record import AWAITING_BUDGET, RUN_STATUSES
+from .run_events import run_to_end
+from .run_record import RUN_STATUSES
 from .runner import Runner, new_session_id, result_of
 from .stores.base import MemoryStore
 from .summaries import Summarizer
-from .tokens import TokenCounter, default_counter, message_tokens
+from .tokens import TokenCounter, default_counter
 from .tools import ToolRegistry
 
 MAX_ID_LENGTH = 255
@@ -62,9 +61,8 @@ class OmniCoreAgent:
         self._owns_router = memory_router is None
         self._client = ChatClient(self.model_config)
         self._summarizer = Summarizer(self.name, self.config.memory, self._client, self._store, self.token_counter)
-        self._runner = Runner(
-            self.name, system_instruction, self.config, self._client, self._store, self.tools, self.token_counter
-        )
+        self._prompt = PromptBuilder(system_instruction, self.config.memory, self.config.context, self.token_counter)
+        self._runner = Runner(self.name, self._prompt, self.config, self._store, self.tools)
         self._pruned_at = 0.0
         self._prune_lock = threading.Lock()
 
@@ -83,13 +81,13 @@ class OmniCoreAgent:
             raise ConfigurationError(f"message must be a string, not {type(message).__name__}")
         session_id = new_session_id() if session_id is None else _check_session_id(session_id)
         self._summarizer.wait(session_id)
-        result = self._runner.start(message, session_id)
+        result = run_to_end(self._runner.start(message, session_id), self._client.complete)
         self._after_run(result)
         return result
 
     def resume(self, run_id: str) -> dict[str, Any]:
         """Continue a paused run (or one whose process died), from any process that reaches the store."""
-        result = self._runner.resume(_check_run_id(run_id))
+        result = run_to_end(self._runner.resume(_check_run_id(run_id)), self._client.complete)
         self._after_run(result)
         return result
 
@@ -97,30 +95,24 @@ class OmniCoreAgent:
         """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""
         if not isinstance(approved, bool):
             raise ConfigurationError(f"approved must be True or False, not {approved!r}")
-        saved = record_decision(self._store(), self.name, _check_run_id(run_id), call_id, approved, reason)
+        saved = run_state.decide(self._store(), self.name, _check_run_id(run_id), call_id, approved, reason)
         return result_of(saved)
 
     def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> dict[str, Any]:
         """Raise the limits of a run that awaits budget by these amounts; then call ``resume``."""
-        extras = {"max_tool_calls": extra_tool_calls, "max_tokens": extra_tokens, "max_steps": extra_steps}
-        for key, value in extras.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigurationError(f"grant_budget amounts must be whole numbers of at least 0, not {value!r}")
-        if not any(extras.values()):
-            raise ConfigurationError("grant_budget needs at least one of extra_tool_calls, extra_tokens, extra_steps")
-        record = self._runner.load(_check_run_id(run_id))
-        if record.status != AWAITING_BUDGET:
-            raise RunStateError(f"run {run_id} is {record.status}, not awaiting_budget")
-        budget = dict(record.budget)
-        for key, extra in extras.items():
-            if extra and budget.get(key) is not None:
-                budget[key] = budget[key] + extra  # type: ignore[operator]
-        saved = self._store().save_run(record.evolve(budget=budget, updated_at=utcnow()), expected_version=record.version)
+        saved = run_state.grant(
+            self._store(),
+            self.name,
+            _check_run_id(run_id),
+            extra_tool_calls=extra_tool_calls,
+            extra_tokens=extra_tokens,
+            extra_steps=extra_steps,
+        )
         return result_of(saved)
 
     def get_run(self, run_id: str) -> dict[str, Any]:
         """The run's record as a dict."""
-        return self._runner.load(_check_run_id(run_id)).to_record()
+        return run_state.load(self._store(), self.name, _check_run_id(run_id)).to_record()
 
     def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[dict[str, Any]]:
         """This agent's run records, oldest first."""
@@ -128,15 +120,12 @@ class OmniCoreAgent:
             raise ConfigurationError(f"Unknown run status: {status}. Use one of: {', '.join(RUN_STATUSES)}")
         if session_id is not None:
             _check_session_id(session_id)
-        return [r.to_record() for r in self._store().list_runs(self.name, status=status, session_id=session_id)]
+        return [r.to_record() for r in run_state.list_runs(self._store(), self.name, status=status, session_id=session_id)]
 
     def prune_runs(self) -> int:
         """Delete this agent's finished run records older than ``run_retention_days``; return how many."""
-        days = self.config.run_retention_days
         self._pruned_at = time.monotonic()
-        if days is None:
-            return 0
-        return self._store().prune_runs(self.name, utcnow() - timedelta(days=days))
+        return run_state.prune(self._store(), self.name, self.config.run_retention_days)
 
     def _after_run(self, result: dict[str, Any]) -> None:
         if result["status"] == "completed":
@@ -176,22 +165,7 @@ class OmniCoreAgent:
         """What the next model call of ``session_id`` would be given, without calling the model."""
         session_id = _check_session_id(session_id)
         self._summarizer.wait(session_id)
-        memory = self.config.memory
-        window = self._store().window(self.name, session_id, max_messages=memory.max_messages, max_tokens=memory.max_tokens)
-        current = [{"role": "user", "content": message}] if message is not None else []
-        system = {"role": "system", "content": self.system_instruction}
-        history = [m.to_chat() for m in window]
-        stored = [m.tokens for m in window]
-        messages = fit_context(system, history, current, self.config.context, self.token_counter, stored)
-        known = {id(chat): count for chat, count in zip(history, stored)}
-        tokens = [known.get(id(m)) or message_tokens(self.token_counter, m) for m in messages]
-        return {
-            "messages": messages,
-            "tokens": tokens,
-            "total_tokens": sum(tokens),
-            "window": {"mode": memory.mode, "value": memory.value, "messages": len(window)},
-            "summary": next((m.content for m in window if m.is_summary), None),
-        }
+        return self._prompt.preview(self._store(), self.name, session_id, message)
 
     def get_memory_store_type(self) -> str:
         return self._router.kind
@@ -229,10 +203,8 @@ class OmniCoreAgent:
 
 
 def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip() or len(name) > MAX_ID_LENGTH or "#" in name:
-        raise ConfigurationError(
-            f"name must be a non-empty string of at most {MAX_ID_LENGTH} characters without '#', not {name!r}"
-        )
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_ID_LENGTH:
+        raise ConfigurationError(f"name must be a non-empty string of at most {MAX_ID_LENGTH} characters, not {name!r}")
     return name
 
 

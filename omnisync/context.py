@@ -7,7 +7,8 @@ user message are never touched.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from .agent_config import ContextConfig
 from .tokens import TokenCounter, message_tokens
@@ -15,45 +16,51 @@ from .tokens import TokenCounter, message_tokens
 SHORTENED_NOTE = "\n[... shortened to fit the context budget ...]"
 
 
+class Priced(NamedTuple):
+    """A chat message with its token count, counted once."""
+
+    chat: dict[str, Any]
+    tokens: int
+
+
+def price(counter: TokenCounter, chat: dict[str, Any]) -> Priced:
+    return Priced(chat, message_tokens(counter, chat))
+
+
 def fit_context(
-    system: dict[str, Any],
-    history: list[dict[str, Any]],
-    current: list[dict[str, Any]],
+    system: Priced,
+    history: Sequence[Priced],
+    current: Sequence[Priced],
     config: ContextConfig,
     counter: TokenCounter,
-    history_tokens: list[int] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Priced]:
     """The messages for one call: ``system``, then ``history`` (earlier runs), then ``current`` (this run).
 
-    ``current`` starts with this run's user message. ``history_tokens`` are the counts the
-    store kept for the history, so a long window is not counted again on every call.
+    ``current`` starts with this run's user message. Only a shortened tool result is counted
+    here; every other count comes with its message.
     """
+    everything = [system, *history, *current]
     if not config.enabled:
-        return [system, *history, *current]
-    costs = {id(m): message_tokens(counter, m) for m in [system, *current]}
-    if history_tokens is not None:
-        costs.update((id(m), tokens) for m, tokens in zip(history, history_tokens))
-    else:
-        costs.update((id(m), message_tokens(counter, m)) for m in history)
-    total = sum(costs.values())
+        return everything
+    total = sum(m.tokens for m in everything)
     budget = config.budget
     if total <= budget:
-        return [system, *history, *current]
+        return everything
 
     current = list(current)
     for index, message in enumerate(current):
         if total <= budget:
             break
-        if message.get("role") != "tool" or len(message.get("content") or "") <= config.min_tool_result_chars:
+        content = message.chat.get("content") or ""
+        if message.chat.get("role") != "tool" or len(content) <= config.min_tool_result_chars:
             continue
-        shortened = dict(message, content=message["content"][: config.min_tool_result_chars] + SHORTENED_NOTE)
-        total += message_tokens(counter, shortened) - costs[id(message)]
-        costs[id(shortened)] = message_tokens(counter, shortened)
+        shortened = price(counter, dict(message.chat, content=content[: config.min_tool_result_chars] + SHORTENED_NOTE))
+        total += shortened.tokens - message.tokens
         current[index] = shortened
 
     history = list(history)
     while history and total > budget:
-        total -= costs[id(history.pop(0))]
-        while history and history[0].get("role") == "tool":  # never keep results without their call
-            total -= costs[id(history.pop(0))]
+        total -= history.pop(0).tokens
+        while history and history[0].chat.get("role") == "tool":  # never keep results without their call
+            total -= history.pop(0).tokens
     return [system, *history, *current]

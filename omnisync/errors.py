@@ -25,6 +25,7 @@
         ├── RunNotFoundError (also KeyError)
         ├── RunConflictError                     another process changed or holds the run
         └── RunStateError                        the run is not in a state that allows it
+            └── DecisionFinalError               a call already has the opposite decision
 """
 
 from __future__ import annotations
@@ -61,7 +62,13 @@ class ModelConnectionError(ModelError):
 
 
 class ModelTimeoutError(ModelConnectionError):
-    """The server did not answer within the timeout."""
+    """The server did not answer within the timeout.
+
+    ``request_sent`` is True when the connection was made and the request sent (a read
+    timeout): the server may still be generating, so it is not retried.
+    """
+
+    request_sent = False
 
 
 class ModelResponseError(ModelError):
@@ -166,3 +173,7 @@ class RunConflictError(RunError):
 
 class RunStateError(RunError):
     """The run's status does not allow this (resuming a finished run, approving an unknown call)."""
+
+
+class DecisionFinalError(RunStateError):
+    """A tool call already has a recorded decision, and a decision is final."""

@@ -18,16 +18,25 @@ RUN_STATUSES = (RUNNING, AWAITING_APPROVAL, AWAITING_BUDGET, COMPLETED, FAILED, 
 PAUSED_STATUSES = (AWAITING_APPROVAL, AWAITING_BUDGET)
 FINISHED_STATUSES = (COMPLETED, FAILED, CANCELLED)
 
+RUN = "run"  # an agent's run
+FOLD = "fold"  # a summary's claim on a range of messages, so one process folds it
+RUN_KINDS = (RUN, FOLD)
+
 _TIME_FIELDS = ("created_at", "updated_at", "finished_at", "expires_at", "lease_until")
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run's state. ``version`` grows by one on every save (compare-and-set)."""
+    """One run's state. ``version`` grows by one on every save (compare-and-set).
+
+    ``kind`` tells an agent's runs from the claims its summaries take (see :mod:`omnisync.run_state`);
+    ``finish_reason`` is the last model reply's (``"length"``: cut off by the output limit).
+    """
 
     run_id: str
     agent: str
     session_id: str
+    kind: str = RUN
     status: str = RUNNING
     step: int = 0
     usage: dict[str, int] = field(default_factory=dict)
@@ -40,6 +49,7 @@ class RunRecord:
     first_written_seq: int | None = None
     response: str | None = None
     error: str | None = None
+    finish_reason: str | None = None
     lease_owner: str | None = None
     lease_until: datetime | None = None
     created_at: datetime | None = None

@@ -1,5 +1,9 @@
 """The run loop: model calls, tool calls, pauses and resumes, every step saved in the store.
 
+``start`` and ``resume`` return the loop as a generator of :mod:`omnisync.run_events`; a
+driver there consumes it and makes the model calls it asks for. Record changes go through
+:mod:`omnisync.run_state`, the messages of each call come from :mod:`omnisync.prompt`.
+
 A run writes its user message together with the model's first reply, so a model error before
 that leaves the session as it was. Each tool result is written as soon as the tool returns,
 before the run record says so; a resumed run looks for results already in the session, so a
@@ -8,42 +12,36 @@ completed tool call is never repeated, even after a crash between those two writ
 
 from __future__ import annotations
 
-import os
 import secrets
-import socket
-import threading
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from typing import Any
 
+from . import run_state
 from ._logging import logger
 from .agent_config import AgentConfig
-from .context import fit_context
-from .approvals import load_run
-from .errors import ModelError, RunConflictError, RunStateError
-from .messages import Message, from_chat, utcnow
-from .model.client import ChatClient, Completion
-from .run_record import (
-    AWAITING_APPROVAL,
-    AWAITING_BUDGET,
-    COMPLETED,
-    FAILED,
-    PAUSED_STATUSES,
-    RUNNING,
-    RunRecord,
+from .context import Priced
+from .errors import ModelError, RunStateError
+from .messages import Message, from_chat
+from .model.client import Completion
+from .prompt import PromptBuilder
+from .run_events import (
+    ModelCallFinished,
+    ModelCallStarted,
+    RunEvent,
+    RunFinished,
+    RunPaused,
+    RunSteps,
+    Text,
+    ToolCall,
+    ToolResult,
 )
+from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, COMPLETED, FAILED, PAUSED_STATUSES, RunRecord
 from .stores.base import MemoryStore
-from .tokens import TokenCounter, message_tokens
 from .tools import ToolRegistry
 
-_OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 _RUN_MESSAGES_PAGE = 64
-
-
-def new_run_id() -> str:
-    return f"run_{uuid.uuid4().hex}"
+TRUNCATED = "length"  # the finish_reason of a reply cut off by the output limit
 
 
 def new_session_id() -> str:
@@ -55,33 +53,27 @@ class RunContext:
     """What one execution of a run holds in memory while it goes."""
 
     record: RunRecord
-    history: list[dict[str, Any]]  # messages of earlier runs, as loaded at the start
-    history_tokens: list[int]  # their token counts, as stored
-    current: list[dict[str, Any]]  # this run's messages, user message first
+    history: list[Priced]  # messages of earlier runs, as loaded at the start
+    current: list[Priced]  # this run's messages, user message first
     unwritten: list[Message]  # this run's messages not yet in the store
 
 
 class Runner:
-    """Executes runs of one agent against its store and model."""
+    """Executes runs of one agent against its store; the model is called by the driver."""
 
     def __init__(
         self,
         agent: str,
-        system_instruction: str,
+        prompt: PromptBuilder,
         config: AgentConfig,
-        client: ChatClient,
         store: Callable[[], MemoryStore],
         tools: ToolRegistry,
-        counter: TokenCounter,
     ) -> None:
         self.agent = agent
-        self.system = {"role": "system", "content": system_instruction}
+        self.prompt = prompt
         self.config = config
-        self.client = client
         self._store = store
         self.tools = tools
-        self.counter = counter
-        self._lock = threading.Lock()
 
     @property
     def store(self) -> MemoryStore:
@@ -89,87 +81,47 @@ class Runner:
 
     # --- starting and resuming ---------------------------------------------------------
 
-    def start(self, message: str, session_id: str) -> dict[str, Any]:
+    def start(self, message: str, session_id: str) -> RunSteps:
         store = self.store
-        memory = self.config.memory
-        window = store.window(self.agent, session_id, max_messages=memory.max_messages, max_tokens=memory.max_tokens)
-        now = utcnow()
-        record = RunRecord(
-            run_id=new_run_id(),
-            agent=self.agent,
-            session_id=session_id,
-            status=RUNNING,
-            budget=dict(self.config.budget),
+        window = self.prompt.window(store, self.agent, session_id)
+        record = run_state.create(
+            store,
+            self.agent,
+            session_id,
+            budget=self.config.budget,
             loaded_seq=(window[0].seq, window[-1].seq) if window else None,  # type: ignore[arg-type]
-            lease_owner=_OWNER,
-            lease_until=now + timedelta(seconds=self.config.run_lease_seconds),
-            created_at=now,
-            updated_at=now,
+            lease_seconds=self.config.run_lease_seconds,
         )
-        record = store.save_run(record, expected_version=None)
-        user = {"role": "user", "content": message}
+        user = self.prompt.price({"role": "user", "content": message})
         context = RunContext(
             record=record,
-            history=[m.to_chat() for m in window],
-            history_tokens=[m.tokens for m in window],
+            history=self.prompt.history(window),
             current=[user],
             unwritten=[self._message(user, record.run_id)],
         )
-        return self._loop(store, context)
+        return (yield from self._loop(store, context))
 
-    def resume(self, run_id: str) -> dict[str, Any]:
+    def resume(self, run_id: str) -> RunSteps:
         store = self.store
-        record = self.load(run_id)
-        now = utcnow()
-        if record.is_finished:
-            raise RunStateError(f"run {run_id} is {record.status}; only a paused or abandoned run can be resumed")
-        if record.status == RUNNING and record.lease_until and record.lease_until > now and record.lease_owner != _OWNER:
-            raise RunConflictError(
-                f"run {run_id} is being executed by another process (its lease runs until {record.lease_until.isoformat()}); "
-                "resume it after that if that process died"
-            )
-        if record.status == AWAITING_APPROVAL:
-            undecided = [c["id"] for c in record.pending_calls if self._needs_approval(c) and c["id"] not in record.decisions]
-            if undecided:
-                raise RunStateError(f"run {run_id} still waits for a decision on call(s) {', '.join(undecided)}: call resolve_approval first")
-        claimed = record.evolve(
-            status=RUNNING,
-            budget_request=None,
-            lease_owner=_OWNER,
-            lease_until=now + timedelta(seconds=self.config.run_lease_seconds),
-            updated_at=now,
+        record = run_state.claim(
+            store, self.agent, run_id, lease_seconds=self.config.run_lease_seconds, needs_approval=self._needs_approval
         )
-        record = store.save_run(claimed, expected_version=record.version)  # the loser of a race gets RunConflictError
-        memory = self.config.memory
         own = self._run_messages(store, record)
         if not own:
-            now = utcnow()
-            store.save_run(
-                record.evolve(status=FAILED, error="its process stopped before anything was written", finished_at=now, updated_at=now),
-                expected_version=record.version,
+            run_state.fail(
+                store, record, "its process stopped before anything was written", retention_days=self.config.run_retention_days
             )
             raise RunStateError(
                 f"run {run_id} stopped before it wrote anything, so its message is not in the store; run the message again"
             )
-        first_written = own[0].seq
-        window = store.window(
-            self.agent,
-            record.session_id,
-            max_messages=memory.max_messages,
-            max_tokens=memory.max_tokens,
-            before_seq=first_written,
-        )
+        window = self.prompt.window(store, self.agent, record.session_id, before_seq=own[0].seq)
         context = RunContext(
             record=record,
-            history=[m.to_chat() for m in window],
-            history_tokens=[m.tokens for m in window],
-            current=[m.to_chat() for m in own],
+            history=self.prompt.history(window),
+            current=self.prompt.history(own),
             unwritten=[],
         )
-        return self._loop(store, context)
-
-    def load(self, run_id: str) -> RunRecord:
-        return load_run(self.store, self.agent, run_id)
+        return (yield from self._loop(store, context))
 
     def _run_messages(self, store: MemoryStore, record: RunRecord) -> list[Message]:
         """This run's messages already in the session, oldest first (a bounded backwards read).
@@ -190,56 +142,63 @@ class Runner:
 
     # --- the loop ------------------------------------------------------------------------
 
-    def _loop(self, store: MemoryStore, context: RunContext) -> dict[str, Any]:
+    def _loop(self, store: MemoryStore, context: RunContext) -> RunSteps:
         try:
-            return self._steps(store, context)
+            return (yield from self._steps(store, context))
         except ModelError as exc:
             self._fail(store, context, exc)
             raise
 
-    def _steps(self, store: MemoryStore, context: RunContext) -> dict[str, Any]:
+    def _steps(self, store: MemoryStore, context: RunContext) -> RunSteps:
         while True:
             pending = self._open_calls(context)
             if pending:
-                paused = self._run_tools(store, context, pending)
+                paused = yield from self._run_tools(store, context, pending)
                 if paused is not None:
                     return paused
                 continue
             if context.record.step >= self.config.max_steps:
-                return self._finish(
-                    store, context, FAILED, None, error=f"stopped after max_steps={self.config.max_steps} model calls without a final answer"
-                )
+                error = f"stopped after max_steps={self.config.max_steps} model calls without a final answer"
+                return (yield from self._finish(store, context, FAILED, None, error=error))
             over = self._over_budget(context.record, "steps")
             if over:
-                return self._pause_for_budget(store, context, over)
-            completion = self._call_model(context)
+                return (yield from self._pause(store, context, AWAITING_BUDGET, budget_request=over))
+            step = context.record.step + 1
+            prompt = self.prompt.build(context.history, context.current)
+            completion = yield ModelCallStarted(context.record.run_id, step, prompt.messages, self.tools.schemas() or None)
+            if not isinstance(completion, Completion):
+                raise TypeError(f"the run loop needs the Completion of its model call, not {completion!r}")
             self._count_usage(context, completion)
-            reply = completion.message()
-            if completion.tool_calls and completion.content is None:
-                reply["content"] = None
-            context.current.append(reply)
-            context.unwritten.append(self._message(reply, context.record.run_id))
+            yield ModelCallFinished(context.record.run_id, step, completion)
+            if completion.finish_reason == TRUNCATED:
+                logger.warning(
+                    "run %s of agent %r: the model's reply was cut off by its output limit (finish_reason 'length'); "
+                    "raise max_tokens in model_config for whole answers",
+                    context.record.run_id,
+                    self.agent,
+                )
+            self._add(context, completion.message())
             self._write(store, context)
+            if completion.content:
+                yield Text(context.record.run_id, completion.content)
             if not completion.tool_calls:
-                return self._finish(store, context, COMPLETED, completion.content)
+                return (yield from self._finish(store, context, COMPLETED, completion.content))
             context.record = self._save(store, context.record.evolve(pending_calls=completion.tool_calls, decisions={}))
-
-    def _call_model(self, context: RunContext) -> Completion:
-        messages = fit_context(
-            self.system, context.history, context.current, self.config.context, self.counter, context.history_tokens
-        )
-        return self.client.complete(messages, tools=self.tools.schemas() or None)
+            for call in completion.tool_calls:
+                yield ToolCall(context.record.run_id, call["id"], call["function"]["name"], call["function"]["arguments"])
 
     def _open_calls(self, context: RunContext) -> list[dict[str, Any]]:
         """Tool calls of the last assistant message that have no result yet."""
         for index in range(len(context.current) - 1, -1, -1):
-            message = context.current[index]
+            message = context.current[index].chat
             if message["role"] == "assistant":
-                answered = {m.get("tool_call_id") for m in context.current[index + 1 :]}
+                answered = {m.chat.get("tool_call_id") for m in context.current[index + 1 :]}
                 return [c for c in message.get("tool_calls") or [] if c["id"] not in answered]
         return []
 
-    def _run_tools(self, store: MemoryStore, context: RunContext, calls: list[dict[str, Any]]) -> dict[str, Any] | None:
+    def _run_tools(
+        self, store: MemoryStore, context: RunContext, calls: list[dict[str, Any]]
+    ) -> Generator[RunEvent, Any, dict[str, Any] | None]:
         awaiting = []
         for call in calls:
             decision = context.record.decisions.get(call["id"])
@@ -248,27 +207,28 @@ class Runner:
                 continue
             if decision is not None and not decision.get("approved"):
                 reason = f": {decision['reason']}" if decision.get("reason") else ""
-                self._tool_result(store, context, call, f"The user denied this call to {call['function']['name']}{reason}.")
+                yield self._tool_result(store, context, call, f"The user denied this call to {call['function']['name']}{reason}.")
                 continue
             over = self._over_budget(context.record, "tool_calls")
             if over:
-                return self._pause_for_budget(store, context, over)
+                return (yield from self._pause(store, context, AWAITING_BUDGET, budget_request=over))
             tool = self.tools.get(call["function"]["name"])
             if tool is None:
                 result = f"Error: there is no tool named {call['function']['name']!r}; available: {', '.join(self.tools.names()) or 'none'}."
             else:
                 result = tool.call(call["function"].get("arguments") or "{}")
-            self._tool_result(store, context, call, result)
+            event = self._tool_result(store, context, call, result)
             context.record = self._save(store, context.record.evolve(tool_calls_made=context.record.tool_calls_made + 1))
+            yield event
         if awaiting:
-            return self._pause(store, context, AWAITING_APPROVAL, pending_calls=awaiting)
+            return (yield from self._pause(store, context, AWAITING_APPROVAL, pending_calls=awaiting))
         return None
 
-    def _tool_result(self, store: MemoryStore, context: RunContext, call: dict[str, Any], content: str) -> None:
-        result = {"role": "tool", "tool_call_id": call["id"], "content": content}
-        context.current.append(result)
-        context.unwritten.append(self._message(result, context.record.run_id, name=call["function"]["name"]))
+    def _tool_result(self, store: MemoryStore, context: RunContext, call: dict[str, Any], content: str) -> ToolResult:
+        name = call["function"]["name"]
+        self._add(context, {"role": "tool", "tool_call_id": call["id"], "content": content}, name=name)
         self._write(store, context)
+        return ToolResult(context.record.run_id, call["id"], name, content)
 
     def _needs_approval(self, call: dict[str, Any]) -> bool:
         tool = self.tools.get(call["function"]["name"])
@@ -288,13 +248,16 @@ class Runner:
                 return {"limit": key, "used": used, "allowed": limit}
         return None
 
-    def _pause_for_budget(self, store: MemoryStore, context: RunContext, request: dict[str, Any]) -> dict[str, Any]:
-        return self._pause(store, context, AWAITING_BUDGET, budget_request=request)
-
     # --- saving ----------------------------------------------------------------------------
 
-    def _message(self, chat: dict[str, Any], run_id: str, name: str | None = None) -> Message:
-        message = from_chat(chat, run_id=run_id, tokens=message_tokens(self.counter, chat))
+    def _add(self, context: RunContext, chat: dict[str, Any], name: str | None = None) -> None:
+        """A new message of this run, counted once, to be written with the next write."""
+        priced = self.prompt.price(chat)
+        context.current.append(priced)
+        context.unwritten.append(self._message(priced, context.record.run_id, name))
+
+    def _message(self, priced: Priced, run_id: str, name: str | None = None) -> Message:
+        message = from_chat(priced.chat, run_id=run_id, tokens=priced.tokens)
         return message if name is None else replace(message, name=name)
 
     def _write(self, store: MemoryStore, context: RunContext) -> None:
@@ -305,41 +268,32 @@ class Runner:
             context.record = context.record.evolve(first_written_seq=written[0].seq)
 
     def _save(self, store: MemoryStore, record: RunRecord) -> RunRecord:
-        now = utcnow()
-        renewed = record.evolve(updated_at=now, lease_until=now + timedelta(seconds=self.config.run_lease_seconds))
-        return store.save_run(renewed, expected_version=record.version)
+        return run_state.save_progress(store, record, self.config.run_lease_seconds)
 
     def _count_usage(self, context: RunContext, completion: Completion) -> None:
         usage = dict(context.record.usage)
         for key, value in completion.usage.items():
             usage[key] = usage.get(key, 0) + value
-        context.record = context.record.evolve(usage=usage, step=context.record.step + 1)
+        context.record = context.record.evolve(usage=usage, step=context.record.step + 1, finish_reason=completion.finish_reason)
 
-    def _pause(self, store: MemoryStore, context: RunContext, status: str, **changes: Any) -> dict[str, Any]:
-        record = self._save(store, context.record.evolve(status=status, lease_owner=None, lease_until=None, **changes))
-        context.record = record
-        logger.info("run %s of agent %r paused: %s", record.run_id, self.agent, status)
-        return result_of(record)
+    def _pause(self, store: MemoryStore, context: RunContext, status: str, **changes: Any) -> RunSteps:
+        context.record = run_state.pause(store, context.record, status, **changes)
+        logger.info("run %s of agent %r paused: %s", context.record.run_id, self.agent, status)
+        result = result_of(context.record)
+        yield RunPaused(result)
+        return result
 
-    def _finish(self, store: MemoryStore, context: RunContext, status: str, response: str | None, error: str | None = None) -> dict[str, Any]:
-        now = utcnow()
-        retention = self.config.run_retention_days
-        record = context.record.evolve(
-            status=status,
-            response=response,
-            error=error,
-            pending_calls=[],
-            lease_owner=None,
-            lease_until=None,
-            finished_at=now,
-            expires_at=now + timedelta(days=retention) if retention is not None else None,
+    def _finish(self, store: MemoryStore, context: RunContext, status: str, response: str | None, error: str | None = None) -> RunSteps:
+        context.record = run_state.finish(
+            store, context.record, status, retention_days=self.config.run_retention_days, response=response, error=error
         )
-        context.record = self._save(store, record)
-        return result_of(context.record)
+        result = result_of(context.record)
+        yield RunFinished(result)
+        return result
 
     def _fail(self, store: MemoryStore, context: RunContext, exc: Exception) -> None:
         try:
-            self._finish(store, context, FAILED, None, error=f"{type(exc).__name__}: {exc}")
+            run_state.fail(store, context.record, f"{type(exc).__name__}: {exc}", retention_days=self.config.run_retention_days)
         except Exception as save_error:  # the model error is the one the caller needs to see
             logger.warning("could not mark run %s failed: %s", context.record.run_id, save_error)
 
@@ -353,6 +307,7 @@ def result_of(record: RunRecord) -> dict[str, Any]:
         "status": record.status,
         "usage": dict(record.usage),
         "steps": record.step,
+        "truncated": record.finish_reason == TRUNCATED,
     }
     if record.status == AWAITING_APPROVAL:
         result["approvals"] = [

@@ -6,38 +6,33 @@ messages fill the window. The fold runs off the caller's thread; the next run of
 ``get_session_history`` and ``cleanup()`` wait for it. One process folds a given range: it
 claims the range with a record in the store first, so two processes never both pay for the
 model call, and the store's compare-and-set makes sure only one summary is ever written.
+A summary the model did not finish (cut off by its output limit) or left empty is a failed
+summary: nothing changes, a warning is logged, and the next run tries again.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import timedelta
 
+from . import run_state
 from ._logging import logger
-from .errors import OmnisyncError, RunConflictError
+from .errors import OmnisyncError
 from .memory_config import MemoryConfig
-from .messages import SUMMARY_PREFIX, Message, utcnow
+from .messages import SUMMARY_PREFIX, Message
 from .model.client import ChatClient
-from .run_record import COMPLETED, FAILED, RUNNING, RunRecord
+from .run_record import RunRecord
 from .stores.base import MemoryStore
 from .tokens import TokenCounter, message_tokens
 
 FOLD_MAX_MESSAGES = 400
-CLAIM_SECONDS = 300
 SUMMARY_INSTRUCTION = (
     "You write the running summary of a conversation between a user and an assistant. "
     "Summarize the conversation below in a few sentences of plain text. Keep every fact the "
     "assistant may need later: names, numbers, dates, decisions, preferences and open questions. "
     "If it starts with an earlier summary, fold that summary in."
 )
-
-
-def claims_namespace(agent: str) -> str:
-    """The agent name under which fold claims are kept, apart from the agent's own runs."""
-    return f"{agent}#summarizer"
 
 
 class Summarizer:
@@ -150,7 +145,7 @@ class Summarizer:
         if not folded:
             return None
         first, last = folded[0].seq, folded[-1].seq
-        claim = self._claim(store, session_id, first, last)  # type: ignore[arg-type]
+        claim = run_state.claim_fold(store, self.agent, session_id, first, last)  # type: ignore[arg-type]
         if claim is None:
             return None
         try:
@@ -172,9 +167,9 @@ class Summarizer:
                 delete=self.config.retention_policy == "delete",
             )
         except Exception as exc:
-            self._finish_claim(store, claim, FAILED, str(exc))
+            self._end_claim(store, claim, str(exc))
             raise
-        self._finish_claim(store, claim, COMPLETED, None)
+        self._end_claim(store, claim, None)
         return written
 
     def _summarize(self, folded: list[Message]) -> str:
@@ -182,46 +177,16 @@ class Summarizer:
         completion = self.client.complete(
             [{"role": "system", "content": SUMMARY_INSTRUCTION}, {"role": "user", "content": transcript}]
         )
-        text = (completion.content or "").strip()
+        if completion.finish_reason == "length":
+            raise OmnisyncError("the summary was cut off by the model's output limit (finish_reason 'length'); raise max_tokens")
+        text = (completion.content or "").strip().removeprefix(SUMMARY_PREFIX).strip()
         if not text:
             raise OmnisyncError("the model returned an empty summary")
-        return text.removeprefix(SUMMARY_PREFIX).strip()
+        return text
 
-    def _claim(self, store: MemoryStore, session_id: str, first: int, last: int) -> RunRecord | None:
-        now = utcnow()
-        key = hashlib.sha256(f"{session_id}\x00{first}\x00{last}".encode()).hexdigest()[:32]
-        claim = RunRecord(
-            run_id=f"fold-{key}",
-            agent=claims_namespace(self.agent),
-            session_id=session_id,
-            status=RUNNING,
-            loaded_seq=(first, last),
-            lease_until=now + timedelta(seconds=CLAIM_SECONDS),
-            created_at=now,
-            updated_at=now,
-        )
+    def _end_claim(self, store: MemoryStore, claim: RunRecord, error: str | None) -> None:
         try:
-            return store.save_run(claim, expected_version=None)
-        except RunConflictError:
-            pass
-        existing = store.load_run(claim.agent, claim.run_id)
-        if existing is None or existing.status == COMPLETED:
-            return None
-        if existing.status == RUNNING and existing.lease_until and existing.lease_until > now:
-            return None  # another process is folding this range right now
-        try:
-            return store.save_run(claim.evolve(created_at=existing.created_at), expected_version=existing.version)
-        except RunConflictError:
-            return None
-
-    def _finish_claim(self, store: MemoryStore, claim: RunRecord, status: str, error: str | None) -> None:
-        now = utcnow()
-        try:
-            store.save_run(
-                claim.evolve(status=status, error=error, finished_at=now, updated_at=now, expires_at=now + timedelta(days=1)),
-                expected_version=claim.version,
-            )
-            store.prune_runs(claim.agent, now - timedelta(days=1))
+            run_state.end_fold(store, claim, error)
         except OmnisyncError as exc:
             logger.warning("could not record the end of a summary claim: %s", exc)
 

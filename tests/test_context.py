@@ -1,5 +1,5 @@
 from omnisync.agent_config import AgentConfig, ContextConfig
-from omnisync.context import SHORTENED_NOTE, fit_context
+from omnisync.context import SHORTENED_NOTE, fit_context, price
 from omnisync.tokens import estimate_tokens, message_tokens
 
 import pytest
@@ -19,17 +19,25 @@ def total(messages):
     return sum(message_tokens(estimate_tokens, m) for m in messages)
 
 
+def fit(system, history, current, config):
+    """fit_context on plain chat messages, each counted by the estimator."""
+    priced = [[price(estimate_tokens, m) for m in messages] for messages in (history, current)]
+    fitted = fit_context(price(estimate_tokens, system), *priced, config, estimate_tokens)
+    assert all(m.tokens == message_tokens(estimate_tokens, m.chat) for m in fitted)  # every count is the message's own
+    return [m.chat for m in fitted]
+
+
 def test_under_budget_nothing_changes():
     history = [{"role": "user", "content": "hi"}]
     current = [{"role": "user", "content": "again"}]
-    assert fit_context(SYSTEM, history, current, ContextConfig(), estimate_tokens) == [SYSTEM, *history, *current]
+    assert fit(SYSTEM, history, current, ContextConfig()) == [SYSTEM, *history, *current]
 
 
 def test_old_tool_results_are_shortened_first():
     config = ContextConfig(max_context_tokens=400, reserve_output_tokens=100, min_tool_result_chars=20)
     current = [{"role": "user", "content": "go"}, *exchange("a", "word " * 200), *exchange("b", "small")]
     history = [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "ok"}]
-    fitted = fit_context(SYSTEM, history, current, config, estimate_tokens)
+    fitted = fit(SYSTEM, history, current, config)
     assert fitted[1:3] == history  # history kept: shortening was enough
     assert fitted[-3]["content"].endswith(SHORTENED_NOTE) and len(fitted[-3]["content"]) < 100
     assert fitted[-1]["content"] == "small" and total(fitted) <= config.budget
@@ -39,7 +47,7 @@ def test_then_the_oldest_history_goes_never_splitting_an_exchange():
     config = ContextConfig(max_context_tokens=120, reserve_output_tokens=20)
     history = [{"role": "user", "content": "old " * 30}, *exchange("x", "r " * 30), {"role": "user", "content": "recent"}]
     current = [{"role": "user", "content": "newest question"}]
-    fitted = fit_context(SYSTEM, history, current, config, estimate_tokens)
+    fitted = fit(SYSTEM, history, current, config)
     assert fitted[0] == SYSTEM and fitted[-1] == current[0]
     assert fitted[1]["role"] != "tool"
     kept = fitted[1:-1]
@@ -49,7 +57,7 @@ def test_then_the_oldest_history_goes_never_splitting_an_exchange():
 def test_system_and_newest_user_message_survive_even_over_budget():
     config = ContextConfig(max_context_tokens=20, reserve_output_tokens=10)
     current = [{"role": "user", "content": "x " * 100}]
-    assert fit_context(SYSTEM, [{"role": "user", "content": "a"}], current, config, estimate_tokens) == [SYSTEM, *current]
+    assert fit(SYSTEM, [{"role": "user", "content": "a"}], current, config) == [SYSTEM, *current]
 
 
 def test_context_management_is_validated():

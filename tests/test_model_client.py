@@ -9,6 +9,7 @@ from omnisync.errors import (
     ModelConnectionError,
     ModelResponseError,
     ModelTimeoutError,
+    NotFoundError,
     RateLimitError,
 )
 from omnisync.model.client import ChatClient, parse_completion
@@ -64,9 +65,33 @@ def test_retries_retryable_statuses_then_succeeds(monkeypatch, status):
     assert len(http.sent) == 2 and len(sleeps) == 1
 
 
-def test_retries_connection_errors_and_timeouts(monkeypatch):
-    install(monkeypatch, [requests.ConnectionError("refused"), requests.Timeout("slow"), completion("up")])
+def test_retries_connection_errors_and_connect_timeouts(monkeypatch):
+    install(monkeypatch, [requests.ConnectionError("refused"), requests.ConnectTimeout("slow"), completion("up")])
     assert client(max_retries=2).complete([{"role": "user", "content": "x"}]).content == "up"
+
+
+def test_a_read_timeout_is_not_retried_and_says_so(monkeypatch):
+    """The server got the request and may still be generating: posting again would pay twice."""
+    http = install(monkeypatch, lambda body: requests.ReadTimeout("slow"))
+    with pytest.raises(ModelTimeoutError, match=r"did not answer within 5 s; .* is not retried .* \(1 attempt over \d+\.\d s\)"):
+        client(max_retries=2, timeout=5).complete([{"role": "user", "content": "x"}])
+    assert len(http.sent) == 1
+
+
+def test_a_connection_error_says_how_many_attempts_over_how_long(monkeypatch):
+    http = install(monkeypatch, lambda body: requests.ConnectTimeout("no route"))
+    with pytest.raises(ModelTimeoutError, match=r"did not accept a connection within 5 s \(3 attempts over \d+\.\d s\)$"):
+        client(max_retries=2, timeout=5).complete([{"role": "user", "content": "x"}])
+    assert len(http.sent) == 3
+
+
+def test_a_404_from_a_base_url_without_v1_hints_at_it(monkeypatch):
+    install(monkeypatch, lambda body: (404, {"detail": "Not Found"}, {}))
+    with pytest.raises(NotFoundError, match=r"does not end in /v1.*try base_url='http://127.0.0.1:9/v1'"):
+        client(base_url="http://127.0.0.1:9").complete([{"role": "user", "content": "x"}])
+    with pytest.raises(NotFoundError) as caught:
+        client().complete([{"role": "user", "content": "x"}])
+    assert "Hint" not in str(caught.value)
 
 
 def test_honours_retry_after_up_to_a_cap(monkeypatch):
@@ -122,6 +147,25 @@ def test_a_body_that_is_not_a_completion_is_an_error(monkeypatch):
         client(max_retries=0).complete([{"role": "user", "content": "x"}])
     with pytest.raises(ModelResponseError):
         parse_completion({"object": "chat.completion"})
+
+
+def test_tool_arguments_sent_as_an_object_are_kept_as_a_json_string():
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"city": "Zürich", "days": 2}}}
+    answer = parse_completion({"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [call]}}]})
+    assert answer.tool_calls[0]["function"]["arguments"] == '{"city": "Zürich", "days": 2}'
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "just a string",
+        {"role": "assistant", "content": None, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"arguments": "{}"}}]},
+    ],
+)
+def test_a_malformed_message_or_tool_call_is_a_response_error(message):
+    with pytest.raises(ModelResponseError, match="not a chat completion"):
+        parse_completion({"choices": [{"message": message}]})
 
 
 def test_accepts_responses_without_optional_fields():

@@ -66,13 +66,27 @@ def test_delete_removes_the_originals_in_the_fold(monkeypatch):
     assert len(everything) == 4 and everything[0]["summary"] and all(m["status"] == "active" for m in everything)
 
 
-@pytest.mark.parametrize("failure", ["error", "empty"])
+def cut_off(text):
+    body = completion(text)
+    body["choices"][0]["finish_reason"] = "length"
+    return body
+
+
+FAILED_SUMMARIES = {
+    "error": lambda: (500, {"error": {"message": "summary down"}}, {}),
+    "empty": lambda: completion("   "),
+    "only the prefix": lambda: completion(f"{SUMMARY_PREFIX}  "),
+    "cut off by the output limit": lambda: cut_off("The user said one and"),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILED_SUMMARIES))
 def test_a_failed_summary_changes_nothing_and_the_next_run_retries(monkeypatch, caplog, failure):
     state = {"fail": True}
 
     def model(body):
         if body["messages"][0]["content"].startswith("You write the running summary") and state["fail"]:
-            return (500, {"error": {"message": "summary down"}}, {}) if failure == "error" else completion("   ")
+            return FAILED_SUMMARIES[failure]()
         return echo(body)
 
     install(monkeypatch, model)

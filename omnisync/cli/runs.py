@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..approvals import record_decision
+from .. import run_state
 from ..router import MemoryRouter
 from ..run_record import AWAITING_APPROVAL, RunRecord
 from .output import note, print_json, table, when
@@ -19,7 +19,7 @@ from .output import note, print_json, table, when
 def runs(args: argparse.Namespace, router: MemoryRouter) -> int:
     store = router.store
     agents = [args.agent] if args.agent else sorted({s.agent for s in store.sessions()})
-    found = [r for agent in agents for r in store.list_runs(agent, status=args.status, session_id=args.session)]
+    found = [r for agent in agents for r in run_state.list_runs(store, agent, status=args.status, session_id=args.session)]
     if args.json:
         print_json([r.to_record() for r in found])
     elif found:
@@ -50,7 +50,7 @@ def deny(args: argparse.Namespace, router: MemoryRouter) -> int:
 
 
 def _decide(args: argparse.Namespace, router: MemoryRouter, *, approved: bool) -> int:
-    saved = record_decision(router.store, args.agent, args.run_id, args.call_id, approved, args.reason)
+    saved = run_state.decide(router.store, args.agent, args.run_id, args.call_id, approved, args.reason)
     undecided = [c["id"] for c in saved.pending_calls if c["id"] not in saved.decisions]
     verdict = "approved" if approved else "denied"
     print(f"{verdict} call {args.call_id} of run {args.run_id} (agent {args.agent!r})")

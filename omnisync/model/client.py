@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 import requests
 
@@ -15,7 +17,9 @@ from .._logging import logger
 from ..errors import (
     BadRequestError,
     ModelConnectionError,
+    ModelError,
     ModelResponseError,
+    ModelStatusError,
     ModelTimeoutError,
     status_error_class,
 )
@@ -101,20 +105,34 @@ class ChatClient:
     ) -> Completion:
         """One chat completion, retried by the rules in :mod:`omnisync.model.retry`."""
         body = self.request_body(messages, tools, **overrides)
-        for attempt in retrying(self.config.max_retries, self._sleep):
-            with attempt:
-                return parse_completion(self._post(body))
+        started = time.monotonic()
+        attempts = 0
+        try:
+            for attempt in retrying(self.config.max_retries, self._sleep):
+                with attempt:
+                    attempts += 1
+                    return parse_completion(self._post(body))
+        except ModelError as exc:
+            _tell_attempts(exc, attempts, time.monotonic() - started)
+            raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         try:
             response = self._session().post(self.url, json=body, timeout=self.config.timeout)
+        except requests.ConnectTimeout as exc:
+            raise ModelTimeoutError(f"{self.url} did not accept a connection within {self.config.timeout:g} s") from exc
         except requests.Timeout as exc:
-            raise ModelTimeoutError(f"{self.url} did not answer within {self.config.timeout:g} s") from exc
+            error = ModelTimeoutError(
+                f"{self.url} did not answer within {self.config.timeout:g} s; a generation that outlasts the timeout "
+                "is not retried (the server may still be computing it): raise model_config timeout for slow servers"
+            )
+            error.request_sent = True
+            raise error from exc
         except requests.RequestException as exc:
             raise ModelConnectionError(f"could not reach {self.url}: {exc}") from exc
         if response.status_code >= 400:
-            raise _status_error(response)
+            raise _status_error(response, self.config.base_url)
         try:
             return response.json()
         except ValueError as exc:
@@ -172,7 +190,7 @@ class ChatClient:
             raise ModelConnectionError(f"could not reach {self.url}: {exc}") from exc
         if response.status_code >= 400:
             try:
-                raise _status_error(response)
+                raise _status_error(response, self.config.base_url)
             finally:
                 response.close()
         return response
@@ -185,7 +203,17 @@ class ChatClient:
         self._local = threading.local()
 
 
-def _status_error(response: requests.Response) -> Exception:
+def _tell_attempts(error: ModelError, attempts: int, seconds: float) -> None:
+    """Add how many attempts were made, over how long, to a connection error or a retried one."""
+    if attempts <= 1 and not isinstance(error, ModelConnectionError):
+        return
+    told = f"{error} ({attempts} attempt{'s' if attempts != 1 else ''} over {seconds:.1f} s)"
+    error.args = (told, *error.args[1:])
+    if isinstance(error, ModelStatusError):
+        error.message = told
+
+
+def _status_error(response: requests.Response, base_url: str) -> Exception:
     try:
         body: Any = response.json()
     except ValueError:
@@ -197,6 +225,11 @@ def _status_error(response: requests.Response) -> Exception:
     message = f"{response.request.method} {response.url} answered {response.status_code}: {detail}"
     if request_id:
         message += f" (request id {request_id})"
+    if response.status_code == 404 and not urlparse(base_url).path.rstrip("/").endswith("/v1"):
+        message += (
+            f". Hint: the base URL {base_url} does not end in /v1; OpenAI-compatible servers usually answer "
+            f"at {base_url}/v1/chat/completions, so try base_url={base_url + '/v1'!r} (or OPENAI_BASE_URL)"
+        )
     error = status_error_class(response.status_code)(
         message, status_code=response.status_code, request_id=request_id, body=body
     )
@@ -206,20 +239,19 @@ def _status_error(response: requests.Response) -> Exception:
 
 
 def parse_completion(body: Any) -> Completion:
-    """Read a CreateChatCompletionResponse, accepting servers that leave optional fields out."""
+    """Read a CreateChatCompletionResponse, accepting servers that leave optional fields out.
+
+    Tool call arguments sent as a JSON object rather than a string are kept as a JSON string,
+    so the reply can be sent back as it is.
+    """
     try:
         choice = body["choices"][0]
         message = choice["message"]
-    except (KeyError, IndexError, TypeError) as exc:
-        raise ModelResponseError(f"the response has no choices[0].message: {str(body)[:200]}") from exc
-    tool_calls = [
-        {
-            "id": call["id"],
-            "type": call.get("type", "function"),
-            "function": {"name": call["function"]["name"], "arguments": call["function"].get("arguments") or "{}"},
-        }
-        for call in message.get("tool_calls") or []
-    ]
+        if not isinstance(message, dict):
+            raise TypeError("message is not an object")
+        tool_calls = [_tool_call(call) for call in message.get("tool_calls") or []]
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise ModelResponseError(f"the response is not a chat completion ({exc}): {str(body)[:200]}") from exc
     usage = body.get("usage") or {}
     return Completion(
         content=message.get("content"),
@@ -229,3 +261,13 @@ def parse_completion(body: Any) -> Completion:
         model=body.get("model"),
         id=body.get("id"),
     )
+
+
+def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call["function"]
+    if not call.get("id") or not isinstance(call["id"], str) or not function.get("name") or not isinstance(function["name"], str):
+        raise KeyError("a tool call without an id or a function name")
+    arguments = function.get("arguments")
+    if arguments is not None and not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return {"id": call["id"], "type": call.get("type", "function"), "function": {"name": function["name"], "arguments": arguments or "{}"}}

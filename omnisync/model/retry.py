@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from ..errors import ModelConnectionError, ModelStatusError
+from ..errors import ModelConnectionError, ModelStatusError, ModelTimeoutError
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 RETRY_AFTER_CAP = 30.0
@@ -18,7 +18,13 @@ BACKOFF_MAX = 8.0
 
 
 def should_retry(error: BaseException) -> bool:
-    """Connection errors, timeouts, 408, 409, 429 and 5xx; never another 4xx."""
+    """Connection errors, connect timeouts, 408, 409, 429 and 5xx; never another 4xx.
+
+    A read timeout is not retried: the request reached the server, which may still be
+    generating, and posting it again would pay for (and wait on) a second generation.
+    """
+    if isinstance(error, ModelTimeoutError) and error.request_sent:
+        return False
     if isinstance(error, ModelConnectionError):
         return True
     if isinstance(error, ModelStatusError):

@@ -1,0 +1,90 @@
+"""What a model call is given: the system prompt, the session's window, this run's messages.
+
+One builder serves the run loop and ``preview``, so a preview shows exactly what a run would
+send. Every text is token-counted once: the system prompt when the builder is made, a stored
+message when it was written (the count is kept with it), a new message when it is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .agent_config import AgentConfig, ContextConfig
+from .context import Priced, fit_context, price
+from .memory_config import MemoryConfig
+from .messages import Message
+from .stores.base import MemoryStore
+from .tokens import TokenCounter, default_counter
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The messages of one model call, each with its token count."""
+
+    messages: list[dict[str, Any]]
+    tokens: list[int]
+
+
+class PromptBuilder:
+    """Builds the messages of an agent's model calls."""
+
+    def __init__(self, system_instruction: str, memory: MemoryConfig, context: ContextConfig, counter: TokenCounter) -> None:
+        self.memory = memory
+        self.context = context
+        self.counter = counter
+        self.system = price(counter, {"role": "system", "content": system_instruction})
+
+    def price(self, chat: dict[str, Any]) -> Priced:
+        """A new message with its token count."""
+        return price(self.counter, chat)
+
+    def window(self, store: MemoryStore, agent: str, session_id: str, before_seq: int | None = None) -> list[Message]:
+        """The session's history a run is given: the window of ``memory_config``."""
+        return store.window(
+            agent, session_id, max_messages=self.memory.max_messages, max_tokens=self.memory.max_tokens, before_seq=before_seq
+        )
+
+    def history(self, window: Sequence[Message]) -> list[Priced]:
+        """Stored messages as chat messages, with the counts stored beside them."""
+        return [Priced(m.to_chat(), m.tokens) if m.tokens else self.price(m.to_chat()) for m in window]
+
+    def build(self, history: Sequence[Priced], current: Sequence[Priced]) -> Prompt:
+        """The messages of one call, fitted to the context budget."""
+        fitted = fit_context(self.system, history, current, self.context, self.counter)
+        return Prompt([m.chat for m in fitted], [m.tokens for m in fitted])
+
+    def preview(self, store: MemoryStore, agent: str, session_id: str, message: str | None = None) -> dict[str, Any]:
+        """What the next model call of ``session_id`` would be given (``message`` as its user message)."""
+        window = self.window(store, agent, session_id)
+        current = [self.price({"role": "user", "content": message})] if message is not None else []
+        prompt = self.build(self.history(window), current)
+        return {
+            "messages": prompt.messages,
+            "tokens": prompt.tokens,
+            "total_tokens": sum(prompt.tokens),
+            "window": {"mode": self.memory.mode, "value": self.memory.value, "messages": len(window)},
+            "summary": next((m.content for m in window if m.is_summary), None),
+        }
+
+
+def preview(
+    store: MemoryStore,
+    agent: str,
+    session_id: str,
+    *,
+    system_instruction: str = "",
+    message: str | None = None,
+    agent_config: dict[str, Any] | None = None,
+    token_counter: TokenCounter | None = None,
+    model: str = "",
+) -> dict[str, Any]:
+    """``OmniCoreAgent.preview`` without an agent or a model: what the next call of a session would be given.
+
+    ``agent_config`` is the agent's (only ``memory_config`` and ``context_management`` matter;
+    a bad one raises ConfigurationError); ``model`` picks the default token counter.
+    """
+    config = AgentConfig.from_dict(agent_config)
+    builder = PromptBuilder(system_instruction, config.memory, config.context, token_counter or default_counter(model))
+    return builder.preview(store, agent, session_id, message)

@@ -1,0 +1,118 @@
+"""What a run reports as it goes, and the drivers that consume it.
+
+The run loop (:meth:`omnisync.runner.Runner.start` and ``resume``) is a generator of these
+events that makes every decision: call the model, run tools, pause, finish. It does not call
+the model itself: it yields :class:`ModelCallStarted` and waits for the driver to send back
+the :class:`~omnisync.model.client.Completion` (or throw the model's error in). So a driver
+chooses how the model is called: :func:`run_to_end` makes one blocking call per step, and a
+streaming driver can stream the same request, pass on text as it arrives, and send back the
+completion it assembled. Every driver shares the same decisions and the same saved state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+from .model.client import Completion
+
+
+@dataclass(frozen=True)
+class ModelCallStarted:
+    """The loop needs a model reply to these messages; the driver sends back a Completion."""
+
+    run_id: str
+    step: int
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+
+
+@dataclass(frozen=True)
+class ModelCallFinished:
+    run_id: str
+    step: int
+    completion: Completion
+
+
+@dataclass(frozen=True)
+class Text:
+    """The text of a model reply, once it is stored."""
+
+    run_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model asked for, once the reply that holds it is stored."""
+
+    run_id: str
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The result of a tool call (or why it did not run), once it is stored."""
+
+    run_id: str
+    call_id: str
+    name: str
+    content: str
+
+
+@dataclass(frozen=True)
+class RunPaused:
+    """The run waits for an approval or a budget; ``result`` is what ``run()`` returns."""
+
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    """The run ended (completed or failed); ``result`` is what ``run()`` returns."""
+
+    result: dict[str, Any]
+
+
+RunEvent = Union[ModelCallStarted, ModelCallFinished, Text, ToolCall, ToolResult, RunPaused, RunFinished]
+RunSteps = Generator[RunEvent, Union[Completion, None], dict[str, Any]]
+ModelCall = Callable[[Sequence[dict[str, Any]], Union[Sequence[dict[str, Any]], None]], Completion]
+
+
+def events(steps: RunSteps, call_model: ModelCall) -> Iterator[RunEvent]:
+    """Drive a run, yielding each of its events; each model call is ``call_model(messages, tools)``.
+
+    A model error is thrown into the loop, which records the run as failed and raises it
+    again. Closing this iterator early closes the loop where it stands.
+    """
+    try:
+        reply: Completion | None = None
+        while True:
+            try:
+                event = steps.send(reply)
+            except StopIteration:
+                return
+            reply = None
+            yield event
+            if isinstance(event, ModelCallStarted):
+                try:
+                    reply = call_model(event.messages, event.tools)
+                except Exception as exc:
+                    steps.throw(exc)  # the loop records the failure and raises it again
+                    raise
+    finally:
+        steps.close()
+
+
+def run_to_end(steps: RunSteps, call_model: ModelCall) -> dict[str, Any]:
+    """The blocking driver: run until the run pauses or finishes; return what ``run()`` returns."""
+    result: dict[str, Any] | None = None
+    for event in events(steps, call_model):
+        if isinstance(event, (RunPaused, RunFinished)):
+            result = event.result
+    if result is None:  # pragma: no cover - the loop always ends with one of them
+        raise RuntimeError("the run loop ended without a result")
+    return result
