@@ -47,6 +47,11 @@ def openai_api_key() -> str | None:
     return _get("OPENAI_API_KEY")
 
 
+def model_timeout() -> str | None:
+    """Seconds a model call may wait for the server when model_config sets no ``timeout`` (checked by ModelConfig)."""
+    return _get("OMNISYNC_MODEL_TIMEOUT")
+
+
 def ca_bundle() -> str | None:
     """The CA bundle requests would use from the environment."""
     return _get("REQUESTS_CA_BUNDLE") or _get("CURL_CA_BUNDLE")

@@ -7,6 +7,7 @@ from typing import Any
 
 from . import _env
 from .errors import ConfigurationError
+from .store_urls import check_url
 from .stores.base import MemoryStore
 
 STORE_KINDS = ("in_memory", "sql", "redis", "mongodb")
@@ -32,30 +33,33 @@ def check_kind(kind: object) -> str:
     return kind  # type: ignore[return-value]
 
 
-def build_store(kind: str, url: str | None = None, **options: Any) -> MemoryStore:
-    """A new store of ``kind``; ``url`` first, then the environment, never a silent fallback."""
+def resolve_url(kind: str, url: str | None = None) -> str | None:
+    """The URL a store of ``kind`` opens: ``url`` first, then the environment, checked; never a silent fallback."""
     check_kind(kind)
+    if kind == "in_memory":
+        return None
+    url = url or {"sql": _env.database_url, "redis": _env.redis_url, "mongodb": _env.mongodb_uri}[kind]()
+    if not url:
+        raise ConfigurationError(missing_url_message(kind))
+    return check_url(kind, url)
+
+
+def build_store(kind: str, url: str | None = None, **options: Any) -> MemoryStore:
+    """A new store of ``kind`` on ``url`` (or the kind's environment variable)."""
+    url = resolve_url(kind, url)
     if kind == "in_memory":
         from .stores.in_memory import InMemoryStore
 
         return InMemoryStore()
+    assert url is not None
     if kind == "sql":
-        url = url or _env.database_url()
-        if not url:
-            raise ConfigurationError(missing_url_message("sql"))
         from .stores.sql import SQLStore
 
         return SQLStore(url)
     if kind == "redis":
-        url = url or _env.redis_url()
-        if not url:
-            raise ConfigurationError(missing_url_message("redis"))
         from .stores.redis_store import RedisStore
 
         return RedisStore.from_url(url, **options)
-    url = url or _env.mongodb_uri()
-    if not url:
-        raise ConfigurationError(missing_url_message("mongodb"))
     from .stores.mongo import MongoStore
 
     return MongoStore.from_url(url, **options)
@@ -64,18 +68,22 @@ def build_store(kind: str, url: str | None = None, **options: Any) -> MemoryStor
 class MemoryRouter:
     """Where history and run records are kept: ``"in_memory"`` (default), ``"sql"``, ``"redis"``, ``"mongodb"``.
 
-    The store is built (and its URL checked) when the router is. Build one router per
-    process and share it across agents; close it when done, or use it as a context manager.
+    The URL is checked when the router is made; the store is opened when first used, so a
+    program that fails its own configuration first creates nothing (no empty SQLite file).
+    Build one router per process and share it across agents; close it when done, or use it
+    as a context manager.
     """
 
     def __init__(self, kind: str = "in_memory", *, url: str | None = None, store: MemoryStore | None = None, **options: Any) -> None:
         if store is not None:
             self._kind = store.kind
-            self._store = store
+            self._store: MemoryStore | None = store
             self._owns_store = False
         else:
             self._kind = check_kind(kind)
-            self._store = build_store(kind, url, **options)
+            self._url = resolve_url(kind, url)
+            self._options = options
+            self._store = None
             self._owns_store = True
         self._lock = threading.Lock()
         self._closed = False
@@ -88,6 +96,10 @@ class MemoryRouter:
     def store(self) -> MemoryStore:
         if self._closed:
             raise ConfigurationError("This MemoryRouter is closed; build a new one to keep using memory.")
+        if self._store is None:
+            with self._lock:
+                if self._store is None:
+                    self._store = build_store(self._kind, self._url, **self._options)
         return self._store
 
     def get_memory_store_type(self) -> str:
@@ -99,7 +111,7 @@ class MemoryRouter:
             if self._closed:
                 return
             self._closed = True
-        if self._owns_store:
+        if self._owns_store and self._store is not None:
             self._store.close()
 
     @property

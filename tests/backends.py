@@ -11,7 +11,7 @@ import os
 import pytest
 
 IN_CI = bool(os.environ.get("CI"))
-START_HINT = 'start them with: eval "$(scripts/services.sh start)"'
+START_HINT = 'start them with: eval "$(bash scripts/services.sh start)"'
 
 
 def unreachable(name: str, reason: str) -> None:

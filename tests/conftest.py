@@ -12,3 +12,6 @@ def _no_real_openai(monkeypatch):
     """Tests never reach OpenAI: no key, and the default endpoint is a local one."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+
+
+collect_ignore = ["user_project"]  # a user's project of its own, run by nox's user_project session

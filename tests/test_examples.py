@@ -62,3 +62,11 @@ def test_the_pages_async_examples_run_with_only_their_import_changed(tmp_path):
     assert windows == run_example("windows.py", "recorded/windows.yaml")
     for example in ("aio_agent_memory.py", "aio_remember.py", "aio_windows.py"):
         assert "from omnisync.aio import" in (ROOT / "examples" / example).read_text()
+
+
+def test_the_first_command_without_a_key_says_what_to_set_and_creates_nothing(tmp_path):
+    environment = {name: value for name, value in os.environ.items() if name not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL")}
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "remember.py"), "hello"], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "OPENAI_API_KEY" in done.stderr and "OPENAI_BASE_URL" in done.stderr
+    assert list(tmp_path.iterdir()) == []

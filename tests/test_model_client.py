@@ -227,3 +227,14 @@ def test_bad_model_config_says_what_is_allowed(config, message):
         config = {"base_url": "http://127.0.0.1:9/v1", **config}
     with pytest.raises(ConfigurationError, match=message):
         ModelConfig.from_dict(config)
+
+
+def test_the_timeout_comes_from_the_config_then_omnisync_model_timeout(monkeypatch):
+    monkeypatch.setenv("OMNISYNC_MODEL_TIMEOUT", "300")
+    assert ModelConfig.from_dict(LOCAL).timeout == 300.0
+    assert ModelConfig.from_dict({**LOCAL, "timeout": 7}).timeout == 7.0
+    monkeypatch.setenv("OMNISYNC_MODEL_TIMEOUT", "soon")
+    with pytest.raises(ConfigurationError, match="OMNISYNC_MODEL_TIMEOUT must be a positive number of seconds, not 'soon'"):
+        ModelConfig.from_dict(LOCAL)
+    monkeypatch.delenv("OMNISYNC_MODEL_TIMEOUT")
+    assert ModelConfig.from_dict(LOCAL).timeout == 60.0

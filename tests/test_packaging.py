@@ -80,3 +80,27 @@ def test_the_vendored_openapi_subset_is_what_the_script_cuts_from_the_full_descr
     assert done.returncode == 0, done.stderr
     vendored = ROOT / "tests" / "openapi_spec" / "openapi.json"
     assert fresh.read_bytes() == vendored.read_bytes(), "tests/openapi_spec/openapi.json is stale: rerun scripts/vendor_openapi.py"
+
+
+def test_the_pythons_ci_runs_are_the_ones_the_metadata_claims():
+    import configparser
+    import re
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    claimed = re.findall(r"Programming Language :: Python :: (3\.\d+)$", config["metadata"]["classifiers"], re.M)
+    noxfile = (ROOT / "noxfile.py").read_text()
+    tested = re.search(r"^PYTHONS = (\[.*?\])", noxfile, re.M)
+    assert tested and json.loads(tested.group(1)) == claimed == ["3.10", "3.11", "3.12", "3.13"]
+    assert config["options"]["python_requires"] == f">={claimed[0]}"
+
+
+def test_the_readme_opens_with_the_two_commands_ci_runs_and_the_skip_hint_it_gives():
+    readme = (ROOT / "README.md").read_text().splitlines()
+    assert readme[0].startswith("python3 -m venv .venv && ") and "examples/remember.py" in readme[0]
+    assert readme[1].startswith("python3 -m venv .venv && ") and readme[1].endswith("&& nox")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "readme_command 1" in ci and "readme_command 2" in ci
+    import backends
+
+    assert backends.START_HINT.split(": ", 1)[1] in "\n".join(readme)

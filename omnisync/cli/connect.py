@@ -9,27 +9,16 @@ that is set picks it. Several set, or none, is an error that names them: never a
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from .. import _env
+from ..redact import redact_url
 from ..router import MemoryRouter
+from ..store_urls import kind_named_by
 from .errors import UsageError
 
 CLI_KINDS = ("sql", "redis", "mongodb")
 """The kinds the command line can reach: an ``in_memory`` store lives only inside its process."""
 
-_SCHEME_KINDS = {
-    "sqlite": "sql",
-    "postgresql": "sql",
-    "mysql": "sql",
-    "mariadb": "sql",
-    "oracle": "sql",
-    "mssql": "sql",
-    "redis": "redis",
-    "rediss": "redis",
-    "unix": "redis",
-    "mongodb": "mongodb",
-}
 _ENV_URLS = (("DATABASE_URL", "sql", _env.database_url), ("REDIS_URL", "redis", _env.redis_url), ("MONGODB_URI", "mongodb", _env.mongodb_uri))
 _IN_PROCESS = "memory: is an in-process store: nothing outside the process that made it can read it"
 
@@ -39,10 +28,10 @@ def kind_of_url(url: str) -> str:
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme in ("memory", "in_memory", "in-memory"):
         raise UsageError(_IN_PROCESS)
-    kind = _SCHEME_KINDS.get(scheme.split("+", 1)[0])
+    kind = kind_named_by(url)
     if kind is None:
         raise UsageError(
-            f"cannot tell the store from {redact(url)!r}: use a URL such as sqlite:///./memory.db, "
+            f"cannot tell the store from {redact_url(url)!r}: use a URL such as sqlite:///./memory.db, "
             "postgresql://user:pass@host/db, redis://host:6379/0 or mongodb://host:27017"
         )
     return kind
@@ -73,7 +62,7 @@ def choose_kind(kind: str | None, url: str | None) -> str:
     if url:
         named = kind_of_url(url)
         if named != kind:
-            raise UsageError(f"--store {kind} does not match the URL {redact(url)!r} (a {named} URL)")
+            raise UsageError(f"--store {kind} does not match the URL {redact_url(url)!r} (a {named} URL)")
     return kind
 
 
@@ -89,15 +78,3 @@ def client_options(kind: str, timeout: float) -> dict[str, Any]:
         millis = int(timeout * 1000)
         return {"serverSelectionTimeoutMS": millis, "connectTimeoutMS": millis}
     return {}
-
-
-def redact(url: str) -> str:
-    """``url`` with its password hidden, for messages."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.netloc.rsplit("@", 1)[1]
-        return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
-    except ValueError:
-        return url

@@ -20,7 +20,8 @@ from typing import Any
 
 from .. import _env
 from ..router import MemoryRouter
-from .connect import choose_kind, client_options, open_router, redact, url_of
+from ..redact import redact_url as redact
+from .connect import choose_kind, client_options, open_router, url_of
 from .errors import CommandError
 
 _REASON = "reading never creates one"

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 
 from ..router import MemoryRouter
 from ..transfer import copy_store, export_jsonl, export_sqlite, import_export, read_export
-from .connect import kind_of_url, open_router, redact
+from ..redact import redact_url as redact
+from .connect import kind_of_url, open_router
 from .errors import UsageError
 from .output import note
 from .progress import Progress

@@ -71,7 +71,7 @@ class ModelConfig:
                 "OpenAI's API needs a key: pass model_config={'api_key': ...} or set OPENAI_API_KEY. "
                 "(A local OpenAI-compatible server may need none: set base_url or OPENAI_BASE_URL to it.)"
             )
-        timeout = config.get("timeout", DEFAULT_TIMEOUT)
+        timeout = config["timeout"] if config.get("timeout") is not None else _timeout_from_environment()
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ConfigurationError(f"model_config timeout must be a positive number of seconds, not {timeout!r}")
         max_retries = config.get("max_retries", DEFAULT_MAX_RETRIES)
@@ -87,3 +87,16 @@ class ModelConfig:
             max_retries=max_retries,
             sampling=sampling,
         )
+
+
+def _timeout_from_environment() -> float:
+    text = _env.model_timeout()
+    if text is None:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise ConfigurationError(f"OMNISYNC_MODEL_TIMEOUT must be a positive number of seconds, not {text!r}")
+    return seconds

@@ -57,6 +57,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from .. import _env
 from .._logging import logger
@@ -126,7 +127,13 @@ class MongoStore(MemoryStore):
 
     @classmethod
     def from_url(cls, url: str, db_name: str | None = None, collection: str | None = None, **client_options: Any) -> "MongoStore":
-        """A store on a client of its own; ``client_options`` go to ``MongoClient`` (``tz_aware`` is always on)."""
+        """A store on a client of its own; ``client_options`` go to ``MongoClient`` (``tz_aware`` is always on).
+
+        The database: ``db_name`` if given, else the one named in the URL
+        (``mongodb://host/mydb``), else ``MONGODB_DB_NAME``, else ``omnisync``.
+        """
+        if db_name is None:
+            db_name = _database_in(url)
         client_options["tz_aware"] = True
         client_options.setdefault("appname", "omnisync")
         try:
@@ -585,3 +592,8 @@ def _run_document(record: RunRecord) -> dict[str, Any]:
         "expires_at": record.expires_at,
         "data": record.to_json(),
     }
+
+
+def _database_in(url: str) -> str | None:
+    """The database a MongoDB URL names in its path (no DNS look-up, even for mongodb+srv)."""
+    return unquote(urlsplit(url).path.lstrip("/")) or None

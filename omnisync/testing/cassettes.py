@@ -97,7 +97,7 @@ def cassette(
     ignored = frozenset(ignore_fields)
     path = Path(folder) / (name if name.endswith(".yaml") else f"{name}.yaml")
 
-    def body_matcher(sent: Any, recorded: Any) -> None:
+    def omnisync_body(sent: Any, recorded: Any) -> None:
         difference = first_difference(_json_body(recorded, ignored), _json_body(sent, ignored))
         if difference:
             raise AssertionError(difference)
@@ -110,7 +110,7 @@ def cassette(
         before_record_response=_scrub_response,
         decode_compressed_response=True,
     )
-    recorder.register_matcher("omnisync_body", body_matcher)
+    recorder.register_matcher("omnisync_body", omnisync_body)
     try:
         with _vcr_logs_quiet(), recorder.use_cassette(str(path), allow_playback_repeats=False) as tape:
             yield tape

@@ -1,0 +1,113 @@
+"""What CI runs, and what `nox` runs on a laptop: test the package a user installs.
+
+The wheel is built once; every other session installs that wheel (never the source tree)
+into a fresh venv and runs from a copy of the suite outside the checkout, so an import that
+only works from the source tree fails here.
+
+    nox                      # all of it, as CI does
+    nox -s tests-3.12        # one Python (after `nox -s build`)
+    nox -s tests-3.11 -- -k windows
+
+Missing interpreters are skipped on a laptop and fail in CI (nox's default when CI is set).
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import shutil
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+DIST = ROOT / "dist"
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]  # tests/test_packaging.py holds setup.cfg's classifiers to this
+SUITE = ("tests", "cassettes", "examples", "scripts", ".ci", "setup.cfg", "noxfile.py", "README.md")
+
+SHOW_VERSIONS = "import sys, importlib.metadata as m; print(*(f'{n}=={m.version(n)}' for n in sys.argv[1:]))"
+
+nox.options.sessions = ["build", "tests", "user_project", "lowest", "typecheck"]
+nox.options.default_venv_backend = "uv|virtualenv"
+
+
+@nox.session(python="3.11")
+def build(session: nox.Session) -> None:
+    """The sdist, and the wheel built from it; then the wheel's contents checked."""
+    shutil.rmtree(DIST, ignore_errors=True)
+    session.install("build", "check-wheel-contents")
+    session.run("python", "-m", "build", "--outdir", str(DIST), str(ROOT))
+    session.run("check-wheel-contents", str(built_wheel(session)))
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """The whole suite and the examples against the installed wheel."""
+    session.install(f"omnisync[test] @ {built_wheel(session).as_uri()}")
+    run_suite_from_a_copy(session)
+
+
+@nox.session(python="3.10")
+def lowest(session: nox.Session) -> None:
+    """The suite at the lowest versions setup.cfg declares, on the lowest Python it claims."""
+    constraints = Path(session.create_tmp()) / "lowest.txt"
+    constraints.write_text("\n".join(declared_floors()) + "\n")
+    session.install("-c", str(constraints), f"omnisync[test] @ {built_wheel(session).as_uri()}")
+    session.run("python", "-c", SHOW_VERSIONS, *(line.split("==")[0] for line in declared_floors()))
+    run_suite_from_a_copy(session)
+
+
+@nox.session(python="3.11")
+def user_project(session: nox.Session) -> None:
+    """A user's own project: omnisync[all] and pytest, no vcrpy. Its tests must run."""
+    session.install(f"omnisync[all] @ {built_wheel(session).as_uri()}", "pytest")
+    project = Path(session.create_tmp()) / "user_project"
+    shutil.rmtree(project, ignore_errors=True)
+    shutil.copytree(ROOT / "tests" / "user_project", project)
+    session.chdir(project)
+    session.run("omnisync", "--version")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
+
+
+@nox.session(python="3.11")
+def typecheck(session: nox.Session) -> None:
+    """The installed package as a user's type checker sees it."""
+    session.install(f"omnisync[all] @ {built_wheel(session).as_uri()}", "mypy>=1.8", "types-requests")
+    session.chdir(session.create_tmp())
+    session.run("mypy", "--strict", "-p", "omnisync")
+
+
+def built_wheel(session: nox.Session) -> Path:
+    wheels = sorted(DIST.glob("omnisync-*.whl"))
+    if len(wheels) != 1:
+        session.error(f"expected one wheel in {DIST}, found {len(wheels)}: run `nox -s build` first")
+    return wheels[0]
+
+
+def run_suite_from_a_copy(session: nox.Session) -> None:
+    workdir = Path(session.create_tmp()) / "suite"
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    for name in SUITE:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, workdir / name, ignore=shutil.ignore_patterns("__pycache__", "*.db"))
+        else:
+            shutil.copy2(source, workdir / name)
+    session.chdir(workdir)
+    session.run("python", "-m", "pytest", "-q", *session.posargs, env={"OMNISYNC_TEST_INSTALLED": "1"})
+
+
+def declared_floors() -> list[str]:
+    """Every `name>=X` in install_requires and the extras, pinned to `name==X`."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    lines = config["options"]["install_requires"].splitlines()
+    for extra in config["options.extras_require"].values():
+        lines += extra.splitlines()
+    floors = {}
+    for line in lines:
+        found = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*>=\s*([^,;\s]+)\s*", line)
+        if found:
+            floors[found.group(1).lower()] = f"{found.group(1)}=={found.group(3)}"
+    return sorted(floors.values())

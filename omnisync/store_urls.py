@@ -1,0 +1,82 @@
+"""Checks on a store URL made before anything is opened, so a mistake says how to write it."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from .errors import ConfigurationError
+from .redact import redact_url
+
+KIND_OF_SCHEME = {
+    "sqlite": "sql",
+    "postgresql": "sql",
+    "postgres": "sql",
+    "mysql": "sql",
+    "mariadb": "sql",
+    "oracle": "sql",
+    "mssql": "sql",
+    "redis": "redis",
+    "rediss": "redis",
+    "unix": "redis",
+    "mongodb": "mongodb",
+    "mongodb+srv": "mongodb",
+}
+_SQL_FORMS = (
+    "sqlite:///relative/path.db, sqlite:////absolute/path.db, sqlite:///:memory: "
+    "or postgresql+psycopg://user:password@host:5432/dbname"
+)
+
+
+def check_url(kind: str, url: str) -> str:
+    """``url`` if it suits a store of ``kind``; a ConfigurationError naming the right form otherwise."""
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigurationError(f"MemoryRouter({kind!r}) got an empty URL; use a URL such as {_example(kind)}")
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    dialect = scheme.split("+", 1)[0]
+    belongs_to = kind_named_by(url)
+    if belongs_to is not None and belongs_to != kind:
+        raise ConfigurationError(
+            f"{_shown(url)} is a {belongs_to} URL, but MemoryRouter({kind!r}) was asked for: "
+            f"use MemoryRouter({belongs_to!r}, url=...), or give a {kind} URL such as {_example(kind)}"
+        )
+    if kind == "sql":
+        _check_sql(url, dialect)
+    return url
+
+
+def kind_named_by(url: str) -> str | None:
+    """The store kind a URL's scheme names (``postgresql+psycopg://`` is ``sql``), or None."""
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    return KIND_OF_SCHEME.get(scheme) or KIND_OF_SCHEME.get(scheme.split("+", 1)[0])
+
+
+def _check_sql(url: str, dialect: str) -> None:
+    if not dialect:
+        raise ConfigurationError(f"{_shown(url)} is not a database URL; use {_SQL_FORMS}")
+    if dialect == "postgres":
+        raise ConfigurationError(f"{_shown(url)}: SQLAlchemy calls the scheme postgresql; use {_SQL_FORMS}")
+    if dialect == "sqlite" and urlsplit(url).netloc:
+        path = url.split("://", 1)[1]
+        raise ConfigurationError(
+            f"{_shown(url)} names a host, which SQLite does not have; for a file use sqlite:///{path} "
+            f"(three slashes, relative to the working directory) or sqlite:////absolute/{path}"
+        )
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        make_url(url)
+    except ArgumentError:
+        raise ConfigurationError(f"{_shown(url)} is not a database URL; use {_SQL_FORMS}") from None
+
+
+def _example(kind: str) -> str:
+    return {
+        "sql": "sqlite:///./memory.db",
+        "redis": "redis://localhost:6379/0",
+        "mongodb": "mongodb://localhost:27017/omnisync",
+    }.get(kind, "none (in_memory takes no URL)")
+
+
+def _shown(url: str) -> str:
+    return repr(redact_url(url))
