@@ -16,7 +16,8 @@ from .prompt import PromptBuilder
 from .router import MemoryRouter
 from .run_events import run_to_end
 from .run_record import RUN_STATUSES
-from .runner import Runner, new_session_id, result_of
+from .runner import ON_BUSY, Runner, new_session_id, result_of
+from .storable import check_user_message
 from .stores.base import MemoryStore
 from .summaries import Summarizer
 from .tokens import TokenCounter, default_counter
@@ -71,17 +72,23 @@ class OmniCoreAgent:
 
     # --- runs ------------------------------------------------------------------------------
 
-    def run(self, message: str, session_id: str | None = None) -> dict[str, Any]:
+    def run(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> dict[str, Any]:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         Returns ``response``, ``session_id``, ``run_id``, ``status`` and ``usage``; a run that
-        pauses has ``response=None`` and ``approvals`` or a ``budget_request``.
+        pauses has ``response=None`` and ``approvals`` or a ``budget_request``. One run per
+        session at a time: while another runs, this one waits up to ``session_wait_seconds``
+        (``on_busy="wait"``) or at once (``"raise"``) raises SessionBusyError, as it does
+        while a paused run holds the session.
         """
         if not isinstance(message, str):
             raise ConfigurationError(f"message must be a string, not {type(message).__name__}")
+        check_user_message(message)
+        if on_busy not in ON_BUSY:
+            raise ConfigurationError(f"on_busy must be one of {', '.join(map(repr, ON_BUSY))}, not {on_busy!r}")
         session_id = new_session_id() if session_id is None else _check_session_id(session_id)
         self._summarizer.wait(session_id)
-        result = run_to_end(self._runner.start(message, session_id), self._client.complete)
+        result = run_to_end(self._runner.start(message, session_id, on_busy), self._client.complete)
         self._after_run(result)
         return result
 

@@ -9,12 +9,13 @@ from ._validate import only_keys, positive_int
 from .errors import ConfigurationError
 from .memory_config import MemoryConfig
 
-AGENT_KEYS = ("memory_config", "run_retention_days", "max_steps", "budget", "context_management", "run_lease_seconds")
+AGENT_KEYS = ("memory_config", "run_retention_days", "max_steps", "budget", "context_management", "run_lease_seconds", "session_wait_seconds")
 BUDGET_KEYS = ("max_tool_calls", "max_tokens", "max_steps")
 CONTEXT_KEYS = ("enabled", "max_context_tokens", "reserve_output_tokens", "min_tool_result_chars")
 DEFAULT_MAX_STEPS = 20
 DEFAULT_RETENTION_DAYS = 30
 DEFAULT_LEASE_SECONDS = 300
+DEFAULT_SESSION_WAIT_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class AgentConfig:
     budget: dict[str, int | None] = field(default_factory=dict)
     context: ContextConfig = field(default_factory=ContextConfig)
     run_lease_seconds: int = DEFAULT_LEASE_SECONDS
+    session_wait_seconds: int = DEFAULT_SESSION_WAIT_SECONDS
 
     @classmethod
     def from_dict(cls, config: Any) -> "AgentConfig":
@@ -58,6 +60,11 @@ class AgentConfig:
         lease = config.get("run_lease_seconds", DEFAULT_LEASE_SECONDS)
         if not positive_int(lease):
             raise ConfigurationError(f"run_lease_seconds must be a positive whole number, not {lease!r}")
+        session_wait = config.get("session_wait_seconds", DEFAULT_SESSION_WAIT_SECONDS)
+        if isinstance(session_wait, bool) or not isinstance(session_wait, int) or session_wait < 0:
+            raise ConfigurationError(
+                f"session_wait_seconds must be a whole number of seconds, 0 or more, that a run waits for a busy session; not {session_wait!r}"
+            )
         return cls(
             memory=MemoryConfig.from_dict(config.get("memory_config")),
             run_retention_days=retention,
@@ -65,6 +72,7 @@ class AgentConfig:
             budget=_budget(config.get("budget")),
             context=_context(config.get("context_management")),
             run_lease_seconds=lease,
+            session_wait_seconds=session_wait,
         )
 
 

@@ -24,6 +24,7 @@
     └── RunError                                 a durable run cannot do what was asked
         ├── RunNotFoundError (also KeyError)
         ├── RunConflictError                     another process changed or holds the run
+        ├── SessionBusyError                     another run holds the session
         └── RunStateError                        the run is not in a state that allows it
             └── DecisionFinalError               a call already has the opposite decision
 """
@@ -169,6 +170,18 @@ class RunNotFoundError(RunError, KeyError):
 
 class RunConflictError(RunError):
     """Another process changed the run first, or holds its lease."""
+
+
+class SessionBusyError(RunError):
+    """Another run holds the session: it is running, or paused for an approval or a budget.
+
+    ``run_id`` is that run's id and ``paused`` says whether it waits for a person.
+    """
+
+    def __init__(self, message: str, *, run_id: str | None = None, paused: bool = False) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.paused = paused
 
 
 class RunStateError(RunError):

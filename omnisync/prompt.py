@@ -8,7 +8,7 @@ message when it was written (the count is kept with it), a new message when it i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .agent_config import AgentConfig, ContextConfig
@@ -50,6 +50,10 @@ class PromptBuilder:
         """Stored messages as chat messages, with the counts stored beside them."""
         return [Priced(m.to_chat(), m.tokens) if m.tokens else self.price(m.to_chat()) for m in window]
 
+    def earlier(self, window: Sequence[Message]) -> list[Priced]:
+        """Earlier runs' messages as a model call may be given them: only complete tool exchanges."""
+        return self.history(complete_exchanges(window))
+
     def build(self, history: Sequence[Priced], current: Sequence[Priced]) -> Prompt:
         """The messages of one call, fitted to the context budget."""
         fitted = fit_context(self.system, history, current, self.context, self.counter)
@@ -59,7 +63,7 @@ class PromptBuilder:
         """What the next model call of ``session_id`` would be given (``message`` as its user message)."""
         window = self.window(store, agent, session_id)
         current = [self.price({"role": "user", "content": message})] if message is not None else []
-        prompt = self.build(self.history(window), current)
+        prompt = self.build(self.earlier(window), current)
         return {
             "messages": prompt.messages,
             "tokens": prompt.tokens,
@@ -67,6 +71,41 @@ class PromptBuilder:
             "window": {"mode": self.memory.mode, "value": self.memory.value, "messages": len(window)},
             "summary": next((m.content for m in window if m.is_summary), None),
         }
+
+
+def complete_exchanges(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with every tool call that has no result right after it left out, and every stray result.
+
+    A session can hold such a call when a run was cancelled while it waited for an approval
+    or died before it was closed; the API refuses a request that carries one (or a result
+    without its call, or anything between a call and its result). A call's results must
+    follow its assistant message directly; an assistant message left with neither calls nor
+    text is left out as a whole.
+    """
+    kept: list[Message] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message.role == "tool":
+            continue  # its call is not right before it
+        if message.role != "assistant" or not message.tool_calls:
+            kept.append(message)
+            continue
+        results: dict[str, Message] = {}
+        while index < len(messages) and messages[index].role == "tool":
+            results.setdefault(messages[index].tool_call_id or "", messages[index])
+            index += 1
+        calls = [c for c in message.tool_calls if c.get("id") in results]
+        if len(calls) == len(message.tool_calls) and len(results) == len(calls):
+            kept.append(message)
+            kept.extend(results[c["id"]] for c in calls)
+        elif calls:
+            kept.append(replace(message, tool_calls=calls))
+            kept.extend(results[c["id"]] for c in calls)
+        elif message.content:
+            kept.append(replace(message, tool_calls=None))
+    return kept
 
 
 def preview(

@@ -20,7 +20,8 @@ FINISHED_STATUSES = (COMPLETED, FAILED, CANCELLED)
 
 RUN = "run"  # an agent's run
 FOLD = "fold"  # a summary's claim on a range of messages, so one process folds it
-RUN_KINDS = (RUN, FOLD)
+SESSION = "session"  # a session's lease: which run holds it (``lease_owner`` is that run's id)
+RUN_KINDS = (RUN, FOLD, SESSION)
 
 _TIME_FIELDS = ("created_at", "updated_at", "finished_at", "expires_at", "lease_until")
 

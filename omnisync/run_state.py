@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from .errors import ConfigurationError, DecisionFinalError, RunConflictError, RunNotFoundError, RunStateError
+from .errors import ConfigurationError, DecisionFinalError, RunConflictError, RunNotFoundError, RunStateError, SessionBusyError
 from .messages import utcnow
 from .run_record import (
     AWAITING_APPROVAL,
@@ -29,6 +29,7 @@ from .run_record import (
     PAUSED_STATUSES,
     RUN,
     RUNNING,
+    SESSION,
     RunRecord,
 )
 from .stores.base import MemoryStore
@@ -76,11 +77,12 @@ def create(
     budget: dict[str, Any],
     loaded_seq: tuple[int, int] | None,
     lease_seconds: int,
+    run_id: str | None = None,
 ) -> RunRecord:
     """A new running record, leased to this process."""
     now = utcnow()
     record = RunRecord(
-        run_id=new_run_id(),
+        run_id=run_id or new_run_id(),
         agent=agent,
         session_id=session_id,
         status=RUNNING,
@@ -109,8 +111,13 @@ def claim(
     """
     record = load(store, agent, run_id)
     now = utcnow()
-    if record.is_finished:
-        raise RunStateError(f"run {run_id} is {record.status}; only a paused or abandoned run can be resumed")
+    if record.status == FAILED and not holds_session(store, record):
+        raise RunStateError(
+            f"run {run_id} failed and its session has moved on since (another run started in it), so it cannot be resumed; "
+            "run its message again"
+        )
+    if record.is_finished and record.status != FAILED:
+        raise RunStateError(f"run {run_id} is {record.status}; only a paused, failed or abandoned run can be resumed")
     if record.status == RUNNING and record.lease_until and record.lease_until > now and record.lease_owner != OWNER:
         raise RunConflictError(
             f"run {run_id} is being executed by another process (its lease runs until {record.lease_until.isoformat()}); "
@@ -123,11 +130,27 @@ def claim(
     claimed = record.evolve(
         status=RUNNING,
         budget_request=None,
+        error=None,
+        finished_at=None,
+        expires_at=None,
         lease_owner=OWNER,
         lease_until=now + timedelta(seconds=lease_seconds),
         updated_at=now,
     )
     return store.save_run(claimed, expected_version=record.version)  # the loser of a race gets RunConflictError
+
+
+def take_over(store: MemoryStore, record: RunRecord, lease_seconds: int) -> RunRecord:
+    """Lease an abandoned running record (its lease ran out) to this process, to close it.
+
+    The save raises the record's version, so the process that lost the lease can no longer
+    write for it (every write of a run follows a save on the version it knows).
+    """
+    if record.status != RUNNING or (record.lease_until and record.lease_until > utcnow()):
+        raise RunConflictError(f"run {record.run_id} is not abandoned: it is {record.status} and leased")
+    now = utcnow()
+    taken = record.evolve(lease_owner=OWNER, lease_until=now + timedelta(seconds=lease_seconds), updated_at=now)
+    return store.save_run(taken, expected_version=record.version)
 
 
 def save_progress(store: MemoryStore, record: RunRecord, lease_seconds: int) -> RunRecord:
@@ -228,6 +251,76 @@ def grant(
         if extra and limit is not None:
             budget[key] = limit + extra
     return store.save_run(record.evolve(budget=budget, updated_at=utcnow()), expected_version=record.version)
+
+
+# --- session leases --------------------------------------------------------------------
+
+
+def session_lease_id(session_id: str) -> str:
+    return "session-" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def session_holder(store: MemoryStore, agent: str, session_id: str) -> str | None:
+    """The id of the run that last took the session, or None."""
+    lease = store.load_run(agent, session_lease_id(session_id))
+    return lease.lease_owner if lease is not None else None
+
+
+def holds_session(store: MemoryStore, record: RunRecord) -> bool:
+    return session_holder(store, record.agent, record.session_id) == record.run_id
+
+
+def take_session(store: MemoryStore, agent: str, session_id: str, run_id: str, *, lease_seconds: int) -> RunRecord | None:
+    """One attempt to make ``run_id`` the run that holds ``session_id``.
+
+    A session is held by the last run that took it while that run is running with a live
+    lease or paused; a run that finished frees it. Returns None once ``run_id`` holds it;
+    the holder's record when that run was abandoned (running, its lease ran out), which the
+    caller must close before trying again; raises SessionBusyError when a live or paused run
+    holds it, RunConflictError when another run took it first. Taking it again is free.
+
+    The lease record itself is leased for ``lease_seconds`` when taken, so a run that has
+    taken it but not yet saved its own record still holds it.
+    """
+    now = utcnow()
+    lease = store.load_run(agent, session_lease_id(session_id))
+    if lease is not None and lease.lease_owner == run_id:
+        return None
+    if lease is not None and lease.lease_owner is not None:
+        holder = store.load_run(agent, lease.lease_owner)
+        if holder is None:
+            if lease.lease_until and lease.lease_until > now:
+                raise SessionBusyError(
+                    f"session {session_id!r} is held by run {lease.lease_owner}, which is starting", run_id=lease.lease_owner
+                )
+        elif holder.status in PAUSED_STATUSES:
+            raise SessionBusyError(
+                f"session {session_id!r} is held by run {holder.run_id}, which is {holder.status}: "
+                f"resolve it and resume it (or cancel it) before the session runs again",
+                run_id=holder.run_id,
+                paused=True,
+            )
+        elif holder.status == RUNNING:
+            if holder.lease_until and holder.lease_until > now:
+                raise SessionBusyError(
+                    f"session {session_id!r} is busy: run {holder.run_id} is running in it (its lease runs until "
+                    f"{holder.lease_until.isoformat()})",
+                    run_id=holder.run_id,
+                )
+            return holder
+    wanted = RunRecord(
+        run_id=session_lease_id(session_id),
+        agent=agent,
+        session_id=session_id,
+        kind=SESSION,
+        status=RUNNING,
+        lease_owner=run_id,
+        lease_until=now + timedelta(seconds=lease_seconds),
+        created_at=lease.created_at if lease is not None else now,
+        updated_at=now,
+    )
+    store.save_run(wanted, expected_version=lease.version if lease is not None else None)
+    return None
 
 
 # --- summary claims --------------------------------------------------------------------

@@ -4,15 +4,20 @@
 driver there consumes it and makes the model calls it asks for. Record changes go through
 :mod:`omnisync.run_state`, the messages of each call come from :mod:`omnisync.prompt`.
 
-A run writes its user message together with the model's first reply, so a model error before
-that leaves the session as it was. Each tool result is written as soon as the tool returns,
-before the run record says so; a resumed run looks for results already in the session, so a
-completed tool call is never repeated, even after a crash between those two writes.
+A run first takes its session (:func:`omnisync.run_state.take_session`): one run per session
+at a time, in every process; a run whose process died holding it is closed first (its open
+tool calls answered as not completed, its record failed). It writes its user message together
+with the model's first reply, so a model error before that leaves the session as it was. Each
+write of a run follows a compare-and-set save of its record that renews its lease, so a
+process that lost its lease cannot write. Each tool result is written as soon as the tool
+returns; a resumed run looks for results already in the session, so a completed tool call is
+never repeated. Every way out of the loop ends the record failed or cancelled.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,7 +26,7 @@ from . import run_state
 from ._logging import logger
 from .agent_config import AgentConfig
 from .context import Priced
-from .errors import ModelError, RunStateError
+from .errors import OmnisyncError, RunConflictError, RunStateError, SessionBusyError, StoreError
 from .messages import Message, from_chat
 from .model.client import Completion
 from .prompt import PromptBuilder
@@ -36,12 +41,21 @@ from .run_events import (
     ToolCall,
     ToolResult,
 )
-from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, COMPLETED, FAILED, PAUSED_STATUSES, RunRecord
+from .redact import redact_text
+from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCELLED, COMPLETED, FAILED, PAUSED_STATUSES, RunRecord
+from .storable import MAX_ID_LENGTH, storable_reply, storable_tool_result
 from .stores.base import MemoryStore
 from .tools import ToolRegistry
 
 _RUN_MESSAGES_PAGE = 64
 TRUNCATED = "length"  # the finish_reason of a reply cut off by the output limit
+ON_BUSY = ("wait", "raise")
+_FIRST_BUSY_PAUSE = 0.05
+_LONGEST_BUSY_PAUSE = 1.0
+ABANDONED_CALL = (
+    "Error: this call's run stopped (its process ended) before the tool returned, so its result is unknown: "
+    "the tool may or may not have taken effect."
+)
 
 
 def new_session_id() -> str:
@@ -74,6 +88,7 @@ class Runner:
         self.config = config
         self._store = store
         self.tools = tools
+        self.sleep: Callable[[float], None] = time.sleep  # between looks at a busy session
 
     @property
     def store(self) -> MemoryStore:
@@ -81,8 +96,10 @@ class Runner:
 
     # --- starting and resuming ---------------------------------------------------------
 
-    def start(self, message: str, session_id: str) -> RunSteps:
+    def start(self, message: str, session_id: str, on_busy: str = "wait") -> RunSteps:
         store = self.store
+        run_id = run_state.new_run_id()
+        self._take_session(store, session_id, run_id, on_busy)
         window = self.prompt.window(store, self.agent, session_id)
         record = run_state.create(
             store,
@@ -91,11 +108,12 @@ class Runner:
             budget=self.config.budget,
             loaded_seq=(window[0].seq, window[-1].seq) if window else None,  # type: ignore[arg-type]
             lease_seconds=self.config.run_lease_seconds,
+            run_id=run_id,
         )
         user = self.prompt.price({"role": "user", "content": message})
         context = RunContext(
             record=record,
-            history=self.prompt.history(window),
+            history=self.prompt.earlier(window),
             current=[user],
             unwritten=[self._message(user, record.run_id)],
         )
@@ -103,6 +121,9 @@ class Runner:
 
     def resume(self, run_id: str) -> RunSteps:
         store = self.store
+        held = run_state.load(store, self.agent, run_id)
+        if not held.is_finished or run_state.holds_session(store, held):  # else claim says why it cannot resume
+            self._take_session(store, held.session_id, run_id, "raise")
         record = run_state.claim(
             store, self.agent, run_id, lease_seconds=self.config.run_lease_seconds, needs_approval=self._needs_approval
         )
@@ -117,11 +138,61 @@ class Runner:
         window = self.prompt.window(store, self.agent, record.session_id, before_seq=own[0].seq)
         context = RunContext(
             record=record,
-            history=self.prompt.history(window),
+            history=self.prompt.earlier(window),
             current=self.prompt.history(own),
             unwritten=[],
         )
         return (yield from self._loop(store, context))
+
+    # --- one run per session -------------------------------------------------------------
+
+    def _take_session(self, store: MemoryStore, session_id: str, run_id: str, on_busy: str) -> None:
+        """Make ``run_id`` the session's run, waiting for a busy one up to ``session_wait_seconds`` if asked."""
+        waited_until = time.monotonic() + (self.config.session_wait_seconds if on_busy == "wait" else 0)
+        pause = _FIRST_BUSY_PAUSE
+        while True:
+            try:
+                abandoned = run_state.take_session(
+                    store, self.agent, session_id, run_id, lease_seconds=self.config.run_lease_seconds
+                )
+            except (SessionBusyError, RunConflictError) as exc:
+                left = waited_until - time.monotonic()
+                if (isinstance(exc, SessionBusyError) and exc.paused) or left <= 0:
+                    if isinstance(exc, SessionBusyError):
+                        waited = f" (waited {self.config.session_wait_seconds} s)" if on_busy == "wait" else ""
+                        raise SessionBusyError(
+                            f"{exc}{waited}; one run per session at a time: try again later, or run(..., on_busy='wait')",
+                            run_id=exc.run_id,
+                            paused=exc.paused,
+                        ) from None
+                    raise SessionBusyError(f"session {session_id!r} is busy: another run took it first") from exc
+                self.sleep(min(pause, left))
+                pause = min(pause * 2, _LONGEST_BUSY_PAUSE)
+                continue
+            if abandoned is None:
+                return
+            self._close_abandoned(store, abandoned, run_id)
+
+    def _close_abandoned(self, store: MemoryStore, abandoned: RunRecord, by_run: str) -> None:
+        """End a run whose process died holding its session: answer its open tool calls, record it failed."""
+        try:
+            record = run_state.take_over(store, abandoned, self.config.run_lease_seconds)
+        except RunConflictError:
+            return  # another process closes it, or it came back; the session is looked at again
+        context = RunContext(record=record, history=[], current=self.prompt.history(self._run_messages(store, record)), unwritten=[])
+        open_calls = self._open_calls(context)
+        for call in open_calls:
+            self._add(context, {"role": "tool", "tool_call_id": call["id"], "content": ABANDONED_CALL}, name=_tool_name(call))
+        if context.unwritten:
+            self._write(store, context)
+        answered = f"; its open tool call(s) {', '.join(c['id'] for c in open_calls)} were answered as not completed" if open_calls else ""
+        logger.warning("run %s of agent %r was abandoned by its process; run %s closed it%s", record.run_id, self.agent, by_run, answered)
+        run_state.fail(
+            store,
+            context.record,
+            f"abandoned: its process stopped while it ran (its lease ran out), and run {by_run} closed it{answered}",
+            retention_days=self.config.run_retention_days,
+        )
 
     def _run_messages(self, store: MemoryStore, record: RunRecord) -> list[Message]:
         """This run's messages already in the session, oldest first (a bounded backwards read).
@@ -145,8 +216,14 @@ class Runner:
     def _loop(self, store: MemoryStore, context: RunContext) -> RunSteps:
         try:
             return (yield from self._steps(store, context))
-        except ModelError as exc:
-            self._fail(store, context, exc)
+        except GeneratorExit:
+            self._end_early(store, context, CANCELLED, "cancelled: the caller stopped the run before it ended")
+            raise
+        except Exception as exc:
+            self._end_early(store, context, FAILED, f"{type(exc).__name__}: {exc}")
+            raise
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit
+            self._end_early(store, context, FAILED, f"interrupted: {type(exc).__name__}")
             raise
 
     def _steps(self, store: MemoryStore, context: RunContext) -> RunSteps:
@@ -177,14 +254,16 @@ class Runner:
                     context.record.run_id,
                     self.agent,
                 )
-            self._add(context, completion.message())
+            reply = storable_reply(completion.message())
+            calls = reply.get("tool_calls") or []
+            context.record = self._save(store, context.record.evolve(pending_calls=calls, decisions={}) if calls else context.record)
+            self._add(context, reply)
             self._write(store, context)
-            if completion.content:
-                yield Text(context.record.run_id, completion.content)
-            if not completion.tool_calls:
-                return (yield from self._finish(store, context, COMPLETED, completion.content))
-            context.record = self._save(store, context.record.evolve(pending_calls=completion.tool_calls, decisions={}))
-            for call in completion.tool_calls:
+            if reply["content"]:
+                yield Text(context.record.run_id, reply["content"])
+            if not calls:
+                return (yield from self._finish(store, context, COMPLETED, reply["content"]))
+            for call in calls:
                 yield ToolCall(context.record.run_id, call["id"], call["function"]["name"], call["function"]["arguments"])
 
     def _open_calls(self, context: RunContext) -> list[dict[str, Any]]:
@@ -207,7 +286,9 @@ class Runner:
                 continue
             if decision is not None and not decision.get("approved"):
                 reason = f": {decision['reason']}" if decision.get("reason") else ""
-                yield self._tool_result(store, context, call, f"The user denied this call to {call['function']['name']}{reason}.")
+                context.record = self._save(store, context.record)
+                denied = storable_tool_result(f"The user denied this call to {call['function']['name']}{reason}.")
+                yield self._tool_result(store, context, call, denied)
                 continue
             over = self._over_budget(context.record, "tool_calls")
             if over:
@@ -217,18 +298,17 @@ class Runner:
                 result = f"Error: there is no tool named {call['function']['name']!r}; available: {', '.join(self.tools.names()) or 'none'}."
             else:
                 result = tool.call(call["function"].get("arguments") or "{}")
-            event = self._tool_result(store, context, call, result)
             context.record = self._save(store, context.record.evolve(tool_calls_made=context.record.tool_calls_made + 1))
-            yield event
+            yield self._tool_result(store, context, call, storable_tool_result(result))
         if awaiting:
             return (yield from self._pause(store, context, AWAITING_APPROVAL, pending_calls=awaiting))
         return None
 
     def _tool_result(self, store: MemoryStore, context: RunContext, call: dict[str, Any], content: str) -> ToolResult:
-        name = call["function"]["name"]
-        self._add(context, {"role": "tool", "tool_call_id": call["id"], "content": content}, name=name)
+        """Write a tool's result; the caller has just saved the record (the write's fence)."""
+        self._add(context, {"role": "tool", "tool_call_id": call["id"], "content": content}, name=_tool_name(call))
         self._write(store, context)
-        return ToolResult(context.record.run_id, call["id"], name, content)
+        return ToolResult(context.record.run_id, call["id"], call["function"]["name"], content)
 
     def _needs_approval(self, call: dict[str, Any]) -> bool:
         tool = self.tools.get(call["function"]["name"])
@@ -261,14 +341,26 @@ class Runner:
         return message if name is None else replace(message, name=name)
 
     def _write(self, store: MemoryStore, context: RunContext) -> None:
-        written = store.append(self.agent, context.record.session_id, context.unwritten)
+        try:
+            written = store.append(self.agent, context.record.session_id, context.unwritten)
+        except OmnisyncError:
+            raise
+        except Exception as exc:  # a driver's own error: the run still ends with a typed one
+            raise StoreError(f"the {store.kind} store could not write run {context.record.run_id}'s messages: {type(exc).__name__}: {exc}") from exc
         context.unwritten = []
         if context.record.first_written_seq is None and written:
             # Saved with the record's next save, which always follows a write.
             context.record = context.record.evolve(first_written_seq=written[0].seq)
 
     def _save(self, store: MemoryStore, record: RunRecord) -> RunRecord:
-        return run_state.save_progress(store, record, self.config.run_lease_seconds)
+        """Save progress and renew the lease: the fence every write of the run follows."""
+        try:
+            return run_state.save_progress(store, record, self.config.run_lease_seconds)
+        except RunConflictError as exc:
+            raise RunConflictError(
+                f"run {record.run_id} lost its lease: another process changed its record (it may have closed the run "
+                f"after its lease of run_lease_seconds={self.config.run_lease_seconds} ran out), so nothing more of it is written"
+            ) from exc
 
     def _count_usage(self, context: RunContext, completion: Completion) -> None:
         usage = dict(context.record.usage)
@@ -291,11 +383,22 @@ class Runner:
         yield RunFinished(result)
         return result
 
-    def _fail(self, store: MemoryStore, context: RunContext, exc: Exception) -> None:
+    def _end_early(self, store: MemoryStore, context: RunContext, status: str, error: str) -> None:
+        """End a run that stops on an error (failed) or is closed by its driver (cancelled)."""
+        if context.record.is_finished or context.record.status in PAUSED_STATUSES:
+            return
         try:
-            run_state.fail(store, context.record, f"{type(exc).__name__}: {exc}", retention_days=self.config.run_retention_days)
-        except Exception as save_error:  # the model error is the one the caller needs to see
-            logger.warning("could not mark run %s failed: %s", context.record.run_id, save_error)
+            context.record = run_state.finish(
+                store, context.record, status, retention_days=self.config.run_retention_days, error=redact_text(error)
+            )
+        except Exception as save_error:  # the run's own error is the one the caller needs to see
+            logger.warning("could not mark run %s %s: %s", context.record.run_id, status, redact_text(str(save_error)))
+
+
+def _tool_name(call: dict[str, Any]) -> str | None:
+    """The name a tool result is stored with (a name too long for a store's column is left out)."""
+    name: str = call["function"]["name"]
+    return name if len(name) <= MAX_ID_LENGTH else None
 
 
 def result_of(record: RunRecord) -> dict[str, Any]:

@@ -58,6 +58,7 @@ class ScriptedAdapter(BaseAdapter):
         response.status_code = status
         response.headers.update({"content-type": "application/json", **headers})
         response._content = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        response._content_consumed = True  # read as a whole, also by a caller that asked for stream=True
         response.request = request
         response.url = request.url or ""
         return response

@@ -23,6 +23,7 @@ from ..errors import (
     ModelTimeoutError,
     status_error_class,
 )
+from ..redact import redact_text, redact_url, redact_value, remember_secret
 from .config import ModelConfig
 from .retry import retry_after_seconds, retrying
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from .stream import CompletionStream
 
 USER_AGENT = "omnisync/0.1"
+_BODY_CHUNK = 65536
 DEFAULT_STREAM_DEADLINE = 600.0  # seconds for a whole streamed call: long answers fit, a trickling server does not hold it forever
 
 
@@ -55,9 +57,13 @@ class Completion:
 class ChatClient:
     """A blocking Chat Completions client; safe to share between threads."""
 
-    def __init__(self, config: ModelConfig, *, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, config: ModelConfig, *, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.config = config
         self._sleep = sleep
+        self._clock = clock
+        remember_secret(config.api_key)
         self._local = threading.local()
         self._sessions: list[requests.Session] = []
         self._sessions_lock = threading.Lock()
@@ -65,6 +71,11 @@ class ChatClient:
     @property
     def url(self) -> str:
         return f"{self.config.base_url}/chat/completions"
+
+    @property
+    def shown_url(self) -> str:
+        """The URL as errors and logs show it: without a password."""
+        return redact_url(self.url)
 
     def _session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
@@ -103,40 +114,74 @@ class ChatClient:
         tools: Sequence[dict[str, Any]] | None = None,
         **overrides: Any,
     ) -> Completion:
-        """One chat completion, retried by the rules in :mod:`omnisync.model.retry`."""
+        """One chat completion, retried by the rules in :mod:`omnisync.model.retry`.
+
+        The whole call, retries included, ends within ``deadline`` seconds: each read waits at
+        most ``timeout``, and a body still arriving at the deadline is given up.
+        """
         body = self.request_body(messages, tools, **overrides)
-        started = time.monotonic()
+        started = self._clock()
+        deadline_at = started + self.config.deadline
         attempts = 0
         try:
             for attempt in retrying(self.config.max_retries, self._sleep):
                 with attempt:
                     attempts += 1
-                    return parse_completion(self._post(body))
+                    return parse_completion(self._post(body, deadline_at))
         except ModelError as exc:
-            _tell_attempts(exc, attempts, time.monotonic() - started)
+            _tell_attempts(exc, attempts, self._clock() - started)
             raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, body: dict[str, Any], deadline_at: float) -> dict[str, Any]:
+        left = deadline_at - self._clock()
+        if left <= 0:
+            raise self._past_deadline(request_sent=False)
+        timeout = min(self.config.timeout, left)
         try:
-            response = self._session().post(self.url, json=body, timeout=self.config.timeout)
+            response = self._session().post(self.url, json=body, timeout=timeout, stream=True)
         except requests.ConnectTimeout as exc:
-            raise ModelTimeoutError(f"{self.url} did not accept a connection within {self.config.timeout:g} s") from exc
+            raise ModelTimeoutError(f"{self.shown_url} did not accept a connection within {timeout:g} s") from exc
         except requests.Timeout as exc:
             error = ModelTimeoutError(
-                f"{self.url} did not answer within {self.config.timeout:g} s; a generation that outlasts the timeout "
+                f"{self.shown_url} did not answer within {timeout:g} s; a generation that outlasts the timeout "
                 "is not retried (the server may still be computing it): raise model_config timeout for slow servers"
             )
             error.request_sent = True
             raise error from exc
         except requests.RequestException as exc:
-            raise ModelConnectionError(f"could not reach {self.url}: {exc}") from exc
+            raise ModelConnectionError(f"could not reach {self.shown_url}: {redact_text(str(exc))}") from exc
+        with response:
+            content = self._read_body(response, deadline_at)
         if response.status_code >= 400:
-            raise _status_error(response, self.config.base_url)
+            response._content = content
+            raise _status_error(response, self.config)
         try:
-            return response.json()
+            return json.loads(content)
         except ValueError as exc:
-            raise ModelResponseError(f"{self.url} answered {response.status_code} with a body that is not JSON") from exc
+            raise ModelResponseError(f"{self.shown_url} answered {response.status_code} with a body that is not JSON") from exc
+
+    def _read_body(self, response: requests.Response, deadline_at: float) -> bytes:
+        """The response body, read in chunks until the call's deadline."""
+        chunks = []
+        try:
+            for chunk in response.iter_content(_BODY_CHUNK):
+                chunks.append(chunk)
+                if self._clock() > deadline_at:
+                    raise self._past_deadline(request_sent=True)
+        except requests.RequestException as exc:
+            error = ModelTimeoutError(f"{self.shown_url} stopped sending its answer: {redact_text(str(exc))}")
+            error.request_sent = True
+            raise error from exc
+        return b"".join(chunks)
+
+    def _past_deadline(self, *, request_sent: bool) -> ModelTimeoutError:
+        error = ModelTimeoutError(
+            f"{self.shown_url} did not finish its answer within the call's deadline of {self.config.deadline:g} s "
+            "(model_config deadline); a server that sends its body this slowly is given up, not retried"
+        )
+        error.request_sent = request_sent
+        return error
 
     _stream_options_rejected = False  # set once a server answered 400 to stream_options
 
@@ -175,7 +220,7 @@ class ChatClient:
         except BadRequestError as exc:
             if "stream_options" not in body or "stream_options" not in str(exc.body):
                 raise
-        logger.debug("%s refused stream_options; streaming without usage", self.url)
+        logger.debug("%s refused stream_options; streaming without usage", self.shown_url)
         self._stream_options_rejected = True
         del body["stream_options"]
         return self._post_for_stream(body)
@@ -185,12 +230,12 @@ class ChatClient:
         try:
             response = self._session().post(self.url, json=body, timeout=self.config.timeout, stream=True)
         except requests.Timeout as exc:
-            raise ModelTimeoutError(f"{self.url} did not answer within {self.config.timeout:g} s") from exc
+            raise ModelTimeoutError(f"{self.shown_url} did not answer within {self.config.timeout:g} s") from exc
         except requests.RequestException as exc:
-            raise ModelConnectionError(f"could not reach {self.url}: {exc}") from exc
+            raise ModelConnectionError(f"could not reach {self.shown_url}: {redact_text(str(exc))}") from exc
         if response.status_code >= 400:
             try:
-                raise _status_error(response, self.config.base_url)
+                raise _status_error(response, self.config)
             finally:
                 response.close()
         return response
@@ -213,16 +258,19 @@ def _tell_attempts(error: ModelError, attempts: int, seconds: float) -> None:
         error.message = told
 
 
-def _status_error(response: requests.Response, base_url: str) -> Exception:
+def _status_error(response: requests.Response, config: ModelConfig) -> Exception:
+    """The typed error for an HTTP error status; the body and message are redacted (a 401 may quote the key)."""
+    base_url = redact_url(config.base_url)
     try:
         body: Any = response.json()
     except ValueError:
         body = response.text
+    body = redact_value(body, [config.api_key])
     detail = body.get("error", body) if isinstance(body, dict) else body
     if isinstance(detail, dict):
         detail = detail.get("message") or detail
     request_id = response.headers.get("x-request-id")
-    message = f"{response.request.method} {response.url} answered {response.status_code}: {detail}"
+    message = redact_text(f"{response.request.method} {response.url} answered {response.status_code}: {detail}", [config.api_key])
     if request_id:
         message += f" (request id {request_id})"
     if response.status_code == 404 and not urlparse(base_url).path.rstrip("/").endswith("/v1"):

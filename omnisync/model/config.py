@@ -8,6 +8,7 @@ from urllib.parse import urlparse
 
 from .. import _env
 from ..errors import ConfigurationError
+from ..redact import redact_url
 
 PROVIDERS = ("openai",)
 SAMPLING_OPTIONS = (
@@ -22,8 +23,9 @@ SAMPLING_OPTIONS = (
     "reasoning_effort",
     "response_format",
 )
-CLIENT_OPTIONS = ("provider", "model", "base_url", "api_key", "timeout", "max_retries")
+CLIENT_OPTIONS = ("provider", "model", "base_url", "api_key", "timeout", "deadline", "max_retries")
 DEFAULT_TIMEOUT = 60.0
+DEFAULT_DEADLINE = 600.0  # seconds for a whole call, retries included: a server trickling its body cannot hold a run
 DEFAULT_MAX_RETRIES = 2
 
 
@@ -38,6 +40,14 @@ class ModelConfig:
     timeout: float = DEFAULT_TIMEOUT
     max_retries: int = DEFAULT_MAX_RETRIES
     sampling: dict[str, Any] = field(default_factory=dict)
+    deadline: float = DEFAULT_DEADLINE
+
+    def __repr__(self) -> str:
+        return (
+            f"ModelConfig(model={self.model!r}, provider={self.provider!r}, base_url={redact_url(self.base_url)!r}, "
+            f"api_key={'***' if self.api_key else None}, timeout={self.timeout:g}, deadline={self.deadline:g}, "
+            f"max_retries={self.max_retries}, sampling={self.sampling!r})"
+        )
 
     @classmethod
     def from_dict(cls, config: Any) -> "ModelConfig":
@@ -64,7 +74,9 @@ class ModelConfig:
             raise ConfigurationError("model_config needs a model name, e.g. {'provider': 'openai', 'model': 'gpt-5.4-mini'}")
         base_url = (config.get("base_url") or _env.openai_base_url()).rstrip("/")
         if urlparse(base_url).scheme not in ("http", "https"):
-            raise ConfigurationError(f"base_url must be an http(s) URL such as http://127.0.0.1:8080/v1, not {base_url!r}")
+            raise ConfigurationError(
+                f"base_url must be an http(s) URL such as http://127.0.0.1:8080/v1, not {redact_url(base_url)!r}"
+            )
         api_key = config.get("api_key") or _env.openai_api_key()
         if api_key is None and urlparse(base_url).hostname == "api.openai.com":
             raise ConfigurationError(
@@ -74,6 +86,9 @@ class ModelConfig:
         timeout = config["timeout"] if config.get("timeout") is not None else _timeout_from_environment()
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ConfigurationError(f"model_config timeout must be a positive number of seconds, not {timeout!r}")
+        deadline = config.get("deadline", DEFAULT_DEADLINE)
+        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or deadline <= 0:
+            raise ConfigurationError(f"model_config deadline must be a positive number of seconds for a whole call, not {deadline!r}")
         max_retries = config.get("max_retries", DEFAULT_MAX_RETRIES)
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or not 0 <= max_retries <= 10:
             raise ConfigurationError(f"model_config max_retries must be a whole number from 0 to 10, not {max_retries!r}")
@@ -84,6 +99,7 @@ class ModelConfig:
             base_url=base_url,
             api_key=api_key,
             timeout=float(timeout),
+            deadline=float(deadline),
             max_retries=max_retries,
             sampling=sampling,
         )

@@ -28,6 +28,7 @@ import requests
 import urllib3
 
 from ..errors import ModelResponseError, ModelStreamError, StreamInterruptedError, StreamServerError
+from ..redact import redact_url
 from .client import Completion, parse_completion
 from .sse import EventParser
 
@@ -149,7 +150,7 @@ class CompletionStream:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.response = response
-        self.url = response.url
+        self.url = redact_url(response.url)
         self._deadline_at = deadline_at
         self._clock = clock
         self._assembler = CompletionAssembler()
