@@ -117,6 +117,14 @@ class OmniCoreAgent:
         )
         return result_of(saved)
 
+    def cancel_run(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
+        """End a paused run, or one whose process died, as cancelled; it frees its session.
+
+        Its tool calls that have no result yet are answered as not run, so the session stays
+        valid for the model.
+        """
+        return result_of(self._runner.cancel(_check_run_id(run_id), reason))
+
     def get_run(self, run_id: str) -> dict[str, Any]:
         """The run's record as a dict."""
         return run_state.load(self._store(), self.name, _check_run_id(run_id)).to_record()

@@ -141,14 +141,19 @@ def claim(
 
 
 def take_over(store: MemoryStore, record: RunRecord, lease_seconds: int) -> RunRecord:
-    """Lease an abandoned running record (its lease ran out) to this process, to close it.
+    """Lease a paused run, or an abandoned one (running, its lease ran out), to this process to close it.
 
-    The save raises the record's version, so the process that lost the lease can no longer
-    write for it (every write of a run follows a save on the version it knows).
+    The save raises the record's version, so whoever held it before can no longer write for it
+    (every write of a run follows a save on the version it knows), and a resume racing with the
+    close loses. Raises RunStateError for a finished run, RunConflictError for a live one.
     """
-    if record.status != RUNNING or (record.lease_until and record.lease_until > utcnow()):
-        raise RunConflictError(f"run {record.run_id} is not abandoned: it is {record.status} and leased")
+    if record.is_finished:
+        raise RunStateError(f"run {record.run_id} is already {record.status}")
     now = utcnow()
+    if record.status == RUNNING and record.lease_until and record.lease_until > now:
+        raise RunConflictError(
+            f"run {record.run_id} is running (its lease runs until {record.lease_until.isoformat()}); close it after that"
+        )
     taken = record.evolve(lease_owner=OWNER, lease_until=now + timedelta(seconds=lease_seconds), updated_at=now)
     return store.save_run(taken, expected_version=record.version)
 

@@ -177,22 +177,44 @@ class Runner:
         """End a run whose process died holding its session: answer its open tool calls, record it failed."""
         try:
             record = run_state.take_over(store, abandoned, self.config.run_lease_seconds)
-        except RunConflictError:
+        except (RunConflictError, RunStateError):
             return  # another process closes it, or it came back; the session is looked at again
+        answered = self._answer_open_calls(store, record, ABANDONED_CALL)
+        told = f"; its open tool call(s) {', '.join(answered)} were answered as not completed" if answered else ""
+        logger.warning("run %s of agent %r was abandoned by its process; run %s closed it%s", record.run_id, self.agent, by_run, told)
+        run_state.fail(
+            store,
+            record,
+            f"abandoned: its process stopped while it ran (its lease ran out), and run {by_run} closed it{told}",
+            retention_days=self.config.run_retention_days,
+        )
+
+    def cancel(self, run_id: str, reason: str | None = None) -> RunRecord:
+        """End a paused run (or one whose process died) as cancelled; its open tool calls are answered as not run."""
+        store = self.store
+        record = run_state.take_over(store, run_state.load(store, self.agent, run_id), self.config.run_lease_seconds)
+        because = f": {reason}" if reason else ""
+        self._answer_open_calls(store, record, f"Error: this call did not run: its run was cancelled{because}.")
+        return run_state.finish(
+            store,
+            record,
+            CANCELLED,
+            retention_days=self.config.run_retention_days,
+            error=f"cancelled{because}",
+        )
+
+    def _answer_open_calls(self, store: MemoryStore, record: RunRecord, answer: str) -> list[str]:
+        """Write ``answer`` as the result of each tool call of the run that has none; return their ids.
+
+        The caller has just taken the record over (the fence of these writes).
+        """
         context = RunContext(record=record, history=[], current=self.prompt.history(self._run_messages(store, record)), unwritten=[])
         open_calls = self._open_calls(context)
         for call in open_calls:
-            self._add(context, {"role": "tool", "tool_call_id": call["id"], "content": ABANDONED_CALL}, name=_tool_name(call))
+            self._add(context, {"role": "tool", "tool_call_id": call["id"], "content": answer}, name=_tool_name(call))
         if context.unwritten:
             self._write(store, context)
-        answered = f"; its open tool call(s) {', '.join(c['id'] for c in open_calls)} were answered as not completed" if open_calls else ""
-        logger.warning("run %s of agent %r was abandoned by its process; run %s closed it%s", record.run_id, self.agent, by_run, answered)
-        run_state.fail(
-            store,
-            context.record,
-            f"abandoned: its process stopped while it ran (its lease ran out), and run {by_run} closed it{answered}",
-            retention_days=self.config.run_retention_days,
-        )
+        return [c["id"] for c in open_calls]
 
     def _run_messages(self, store: MemoryStore, record: RunRecord) -> list[Message]:
         """This run's messages already in the session, oldest first (a bounded backwards read).

@@ -35,6 +35,34 @@ def completion(content: str | None = "ok", tool_calls: list[dict[str, Any]] | No
     return body
 
 
+def tool_sequence_problem(messages: list[dict[str, Any]]) -> str | None:
+    """Why a server that checks tool sequences as OpenAI's does would refuse these messages, or None.
+
+    Every assistant message with tool_calls is followed directly by one tool message for each
+    call; a tool message answers a call of the assistant message right before its run of results.
+    """
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message["role"] == "tool":
+            return f"messages[{index - 1}]: a 'tool' message must answer a preceding message with 'tool_calls'"
+        if message["role"] != "assistant" or not message.get("tool_calls"):
+            continue
+        wanted = [call["id"] for call in message["tool_calls"]]
+        answered = []
+        while index < len(messages) and messages[index]["role"] == "tool":
+            answered.append(messages[index]["tool_call_id"])
+            index += 1
+        if sorted(answered) != sorted(wanted):
+            missing = sorted(set(wanted) - set(answered))
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(missing) or sorted(answered)}"
+            )
+    return None
+
+
 class ScriptedAdapter(BaseAdapter):
     """Answers each request with the next scripted answer, and keeps what was sent."""
 
@@ -42,6 +70,7 @@ class ScriptedAdapter(BaseAdapter):
         super().__init__()
         self.answers = answers
         self.sent: list[dict[str, Any]] = []
+        self.refused: list[str] = []  # why requests were refused as invalid tool sequences
         self.headers: list[dict[str, str]] = []
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
@@ -50,7 +79,12 @@ class ScriptedAdapter(BaseAdapter):
             OpenAPI().check_request(body)
         self.sent.append(body)
         self.headers.append(dict(request.headers))
-        answer = self.answers(body) if callable(self.answers) else self.answers.pop(0)
+        problem = tool_sequence_problem(body["messages"]) if body and "messages" in body else None
+        if problem:  # refused as OpenAI refuses it, before any scripted answer is used up
+            self.refused.append(problem)
+            answer: Answer = (400, {"error": {"message": problem, "type": "invalid_request_error", "param": "messages", "code": None}}, {})
+        else:
+            answer = self.answers(body) if callable(self.answers) else self.answers.pop(0)
         if isinstance(answer, BaseException):
             raise answer
         status, payload, headers = (200, answer, {}) if isinstance(answer, dict) else answer

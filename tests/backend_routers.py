@@ -1,0 +1,88 @@
+"""A MemoryRouter on each of the five backends, for tests that must hold on every one.
+
+Each router is the test's own: a Redis prefix, a MongoDB database and an agent name of its
+own on the shared servers, and what it wrote is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from omnisync import MemoryRouter
+import backends
+
+BACKENDS = [
+    "in_memory",
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.backend("postgres")),
+    pytest.param("redis", marks=pytest.mark.backend("redis")),
+    pytest.param("mongodb", marks=pytest.mark.backend("mongodb")),
+]
+
+
+def open_router(kind: str, tmp_path, monkeypatch) -> Iterator[MemoryRouter]:
+    """Yield a fresh router on ``kind``; afterwards delete everything it wrote."""
+    if kind == "in_memory":
+        with MemoryRouter("in_memory") as router:
+            yield router
+    elif kind == "sqlite":
+        with MemoryRouter("sql", url=f"sqlite:///{tmp_path / 'memory.db'}") as router:
+            yield router
+    elif kind == "postgres":
+        yield from _postgres()
+    elif kind == "redis":
+        yield from _redis()
+    else:
+        yield from _mongodb(monkeypatch)
+
+
+def _postgres() -> Iterator[MemoryRouter]:
+    pytest.importorskip("sqlalchemy")
+    url = backends.postgres_url()
+    try:
+        router = MemoryRouter("sql", url=url)
+    except Exception as exc:  # noqa: BLE001 - any failure to reach it is a reason to skip (or fail in CI)
+        backends.unreachable("PostgreSQL", f"{exc.__class__.__name__}: {exc}")
+    with router:
+        yield router
+        from omnisync.stores import sql_schema
+
+        with router.store.engine.begin() as conn:  # every agent of these tests is named failures-...
+            for table in (sql_schema.messages, sql_schema.sessions, sql_schema.runs):
+                conn.execute(table.delete().where(table.c.agent.like("failures-%")))
+
+
+def _redis() -> Iterator[MemoryRouter]:
+    redis = pytest.importorskip("redis")
+    url = backends.redis_url()
+    probe = redis.Redis.from_url(url, socket_connect_timeout=2)
+    try:
+        probe.ping()
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        backends.unreachable("Redis", f"{url}: {exc}")
+    finally:
+        probe.close()
+    with MemoryRouter("redis", url=url, prefix=f"omnisync-failures-{uuid.uuid4().hex}") as router:
+        yield router
+        store = router.store
+        doomed = list(store.client.scan_iter(match=f"{store.prefix}:*", count=1000))
+        if doomed:
+            store.client.delete(*doomed)
+
+
+def _mongodb(monkeypatch) -> Iterator[MemoryRouter]:
+    pymongo = pytest.importorskip("pymongo")
+    uri = backends.mongodb_uri()
+    database = f"omnisync_failures_{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("MONGODB_DB_NAME", database)
+    try:
+        router = MemoryRouter("mongodb", url=uri)
+    except Exception as exc:  # noqa: BLE001
+        backends.unreachable("MongoDB (FerretDB)", f"{exc.__class__.__name__}: {exc}")
+    with router:
+        yield router
+    with pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000) as client:
+        client.drop_database(database)
