@@ -21,7 +21,7 @@ def main(kind, url, agent_name, ledger, action, argument):
     agent = tool_agent(router, ledger=ledger, name=agent_name, run_lease_seconds=int(os.environ.get("LEASE", "300")))
     try:
         if action == "start":
-            result = agent.run(argument, session_id="durable")
+            result = agent.run(argument, session_id="durable", on_busy=os.environ.get("ON_BUSY", "wait"))
         elif action == "approve_resume":
             run = agent.get_run(argument)
             for call in run["pending_calls"]:

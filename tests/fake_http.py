@@ -101,9 +101,11 @@ class ScriptedAdapter(BaseAdapter):
         pass
 
 
-def install(monkeypatch: Any, answers: list[Answer] | Callable[[dict[str, Any]], Answer]) -> ScriptedAdapter:
-    """Route every requests.Session the model client makes through a ScriptedAdapter."""
-    adapter = ScriptedAdapter(answers)
+def install(
+    monkeypatch: Any, answers: list[Answer] | Callable[[dict[str, Any]], Answer], adapter: ScriptedAdapter | None = None
+) -> ScriptedAdapter:
+    """Route every requests.Session the model client makes through a ScriptedAdapter (or ``adapter``)."""
+    adapter = adapter or ScriptedAdapter(answers)
     original = requests.Session.__init__
 
     def session_init(self: requests.Session, *args: Any, **kwargs: Any) -> None:

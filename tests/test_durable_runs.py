@@ -132,6 +132,44 @@ def _crash_and_resume(store, agent_name, tmp_path):
     assert lines(ledger) == ["lookup Paris", "hang"]  # lookup ran once, before the kill
 
 
+def test_a_busy_session_is_refused_across_processes_and_a_killed_run_is_closed_by_the_next_run(
+    store, agent_name, tmp_path, monkeypatch
+):
+    from datetime import timedelta
+
+    from omnisync import run_state
+    from omnisync.messages import utcnow
+    from omnisync.runner import ABANDONED_CALL
+    from fake_http import completion, install
+
+    ledger = tmp_path / "ledger"
+    victim = worker(store, agent_name, ledger, "start", CRASH, "handwritten/crash_resume.yaml", env={"HANG": "1"}, wait=False)
+    deadline = time.monotonic() + 60
+    while lines(ledger) != ["lookup Paris"]:
+        assert time.monotonic() < deadline and victim.poll() is None, victim.stderr.read() if victim.poll() is not None else "timeout"
+        time.sleep(0.1)
+    with MemoryRouter(store[0], url=store[1]) as router:
+        agent = tool_agent(router, name=agent_name)
+        deadline = time.monotonic() + 30
+        while not any(m["role"] == "tool" for m in agent.get_session_history("durable")):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        refused = worker(store, agent_name, ledger, "start", "hello", "handwritten/crash_resume.yaml", env={"ON_BUSY": "raise"})
+        assert refused["error"] == "SessionBusyError" and "is running in it" in refused["message"]
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.communicate(timeout=30)
+        [running] = agent.list_runs(status="running")
+        record = run_state.load(router.store, agent_name, running["run_id"])  # its lease runs out
+        router.store.save_run(record.evolve(lease_until=utcnow() - timedelta(minutes=1)), expected_version=record.version)
+        adapter = install(monkeypatch, [completion("hello again")])
+        assert agent.run("hello", session_id="durable")["response"] == "hello again"
+        sent = adapter.sent[0]["messages"]
+        assert adapter.refused == [] and sent[-2]["role"] == "tool" and sent[-2]["content"] == ABANDONED_CALL
+        assert agent.get_run(running["run_id"])["status"] == "failed" and agent.list_runs(status="running") == []
+        assert lines(ledger) == ["lookup Paris"]  # hang never finished, and nothing ran it again
+        agent.clear_session_history()
+
+
 def test_crash_scenario_in_one_process(omnisync_cassette, tmp_path):
     """The same run uninterrupted: the cassette the crash test replays."""
     ledger = tmp_path / "ledger"

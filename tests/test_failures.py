@@ -19,6 +19,7 @@ from omnisync.errors import (
     ConfigurationError,
     InternalServerError,
     ModelResponseError,
+    ModelTimeoutError,
     RunConflictError,
     RunStateError,
     SessionBusyError,
@@ -30,7 +31,7 @@ from omnisync.runner import ABANDONED_CALL
 from omnisync.storable import MAX_ID_LENGTH, MAX_MESSAGE_BYTES
 from agent_helpers import LOCAL_MODEL, echo
 from backend_routers import BACKENDS, open_router
-from fake_http import completion, install
+from fake_http import ScriptedAdapter, completion, install
 
 WEATHER = "What is the weather in Paris?"
 
@@ -379,6 +380,46 @@ def test_a_failed_run_is_not_resumed_once_its_session_moved_on(router, name, mon
     with pytest.raises(RunStateError, match="moved on"):
         agent.resume(failed["run_id"])
     assert roles(agent, "s") == ["user", "assistant", "tool", "user", "assistant"] and adapter.refused == []
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class TricklingServer(ScriptedAdapter):
+    """Answers 200 and then sends its body one space at a time, each taking 10 s of a fake clock, forever."""
+
+    def __init__(self, clock):
+        super().__init__([])
+        self.clock = clock
+
+    def send(self, request, **kwargs):
+        self.answers.append(completion("never seen"))
+        response = super().send(request, **kwargs)
+        response._content, response._content_consumed = False, False
+        response.raw = self
+        return response
+
+    def read(self, amount=None, **kwargs):
+        self.clock.now += 10
+        return b" "
+
+
+def test_a_server_trickling_its_body_cannot_hold_a_run_past_the_call_deadline(router, name, monkeypatch):
+    clock = FakeClock()
+    server = install(monkeypatch, [], adapter=TricklingServer(clock))
+    agent = agent_on(router, name, model_config=dict(LOCAL_MODEL, timeout=30, deadline=120, max_retries=2))
+    agent._client._clock = clock
+    with pytest.raises(ModelTimeoutError, match="within the call's deadline of 120 s") as error:
+        agent.run("hello", session_id="s")
+    assert clock.now - 1000.0 <= 130 and len(server.sent) == 1  # given up at the deadline, and not posted again
+    assert error.value.request_sent
+    [failed] = runs(agent, "failed")
+    assert failed["error"].startswith("ModelTimeoutError") and agent.get_session_history("s") == []
 
 
 # --- secrets ---------------------------------------------------------------------------
