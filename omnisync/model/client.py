@@ -157,7 +157,8 @@ class ChatClient:
             response._content = content
             raise _status_error(response, self.config)
         try:
-            return json.loads(content)
+            answer: dict[str, Any] = json.loads(content)
+            return answer
         except ValueError as exc:
             raise ModelResponseError(f"{self.shown_url} answered {response.status_code} with a body that is not JSON") from exc
 
