@@ -4,6 +4,7 @@ Each test gets a SQLite store (``DATABASE_URL``) filled in-process through SQLSt
 ``transfer_helpers.fill``: summaries kept and deleted, two agents, runs awaiting approval.
 """
 
+from contextlib import closing
 from __future__ import annotations
 
 import json
@@ -381,13 +382,13 @@ def test_a_sqlite_file_without_omnisync_tables_is_not_a_store(tmp_path):
     import sqlite3
 
     other = tmp_path / "other.db"
-    with sqlite3.connect(other) as conn:
+    with closing(sqlite3.connect(other)) as conn, conn:
         conn.execute("create table notes (body text)")
     conn.close()
     result = cli("sessions", "--url", f"sqlite:///{other}", env=environment())
     assert_one_line_failure(result)
     assert "no omnisync tables" in result.stderr
-    with sqlite3.connect(other) as conn:
+    with closing(sqlite3.connect(other)) as conn, conn:
         assert [name for (name,) in conn.execute("select name from sqlite_master")] == ["notes"]
     conn.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
