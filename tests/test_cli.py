@@ -4,8 +4,9 @@ Each test gets a SQLite store (``DATABASE_URL``) filled in-process through SQLSt
 ``transfer_helpers.fill``: summaries kept and deleted, two agents, runs awaiting approval.
 """
 
-from contextlib import closing
 from __future__ import annotations
+
+from contextlib import closing
 
 import json
 import os
