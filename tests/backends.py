@@ -40,3 +40,32 @@ def mongodb_uri() -> str:
     if not url:
         unreachable("MongoDB (FerretDB)", "MONGODB_URI is not set")
     return url  # type: ignore[return-value]
+
+
+def forget_agent(kind: str, url: str, agent: str) -> None:
+    """Remove everything a test wrote under ``agent`` on a shared server (sessions, messages, runs)."""
+    if kind == "redis":
+        import redis
+
+        from omnisync.stores.redis_store import _token
+
+        client = redis.Redis.from_url(url)
+        try:
+            stem = f"omnisync:a:{_token(agent)}:"
+            keys = list(client.scan_iter(match=stem + "*", count=1000))
+            if keys:
+                client.delete(*keys)
+            client.srem("omnisync:agents", _token(agent))
+        finally:
+            client.close()
+    elif kind == "sql" and not url.startswith("sqlite"):
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                for table in ("omnisync_messages", "omnisync_runs", "omnisync_sessions"):
+                    if sa.inspect(conn).has_table(table):
+                        conn.execute(sa.text(f"delete from {table} where agent = :agent"), {"agent": agent})
+        finally:
+            engine.dispose()

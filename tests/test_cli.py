@@ -6,6 +6,8 @@ Each test gets a SQLite store (``DATABASE_URL``) filled in-process through SQLSt
 
 from __future__ import annotations
 
+from contextlib import closing
+
 import json
 import os
 import subprocess
@@ -381,13 +383,13 @@ def test_a_sqlite_file_without_omnisync_tables_is_not_a_store(tmp_path):
     import sqlite3
 
     other = tmp_path / "other.db"
-    with sqlite3.connect(other) as conn:
+    with closing(sqlite3.connect(other)) as conn, conn:
         conn.execute("create table notes (body text)")
     conn.close()
     result = cli("sessions", "--url", f"sqlite:///{other}", env=environment())
     assert_one_line_failure(result)
     assert "no omnisync tables" in result.stderr
-    with sqlite3.connect(other) as conn:
+    with closing(sqlite3.connect(other)) as conn, conn:
         assert [name for (name,) in conn.execute("select name from sqlite_master")] == ["notes"]
     conn.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]

@@ -13,7 +13,7 @@ import pytest
 
 from omnisync import MemoryRouter
 from omnisync.run_record import RunRecord
-from backends import mongodb_uri, postgres_url, redis_url
+from backends import forget_agent, mongodb_uri, postgres_url, redis_url
 from tool_agents import tool_agent
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,8 +39,11 @@ def store(request, tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def agent_name():
-    return f"durable-{uuid.uuid4().hex[:8]}"
+def agent_name(request):
+    name = f"durable-{uuid.uuid4().hex[:8]}"
+    yield name
+    if "store" in request.fixturenames:
+        forget_agent(*request.getfixturevalue("store"), name)
 
 
 def worker(store, agent_name, ledger, action, argument, cassette, env=None, wait=True):
@@ -101,7 +104,10 @@ def test_a_killed_run_is_resumed_after_its_lease_without_repeating_a_call(backen
 
 
 def test_a_killed_run_is_resumed_on_postgres(agent_name, tmp_path):
-    _crash_and_resume(("sql", postgres_url()), agent_name, tmp_path)
+    try:
+        _crash_and_resume(("sql", postgres_url()), agent_name, tmp_path)
+    finally:
+        forget_agent("sql", postgres_url(), agent_name)
 
 
 def _crash_and_resume(store, agent_name, tmp_path):

@@ -1,5 +1,6 @@
 """The reference page's examples, blocking, run as written against recorded cassettes."""
 
+from contextlib import closing
 import os
 import subprocess
 import sys
@@ -32,7 +33,7 @@ def test_two_processes_share_one_conversation_through_a_sqlite_file(tmp_path):
     run_example("remember.py", "recorded/remember_second.yaml", "When does my project ship, and what is it called?", cwd=tmp_path, env=env)
     import sqlite3
 
-    with sqlite3.connect(tmp_path / "memory.db") as db:
+    with closing(sqlite3.connect(tmp_path / "memory.db")) as db, db:
         rows = db.execute("select role, content from omnisync_messages order by seq").fetchall()
     assert [r[0] for r in rows] == ["user", "assistant", "user", "assistant"]
     assert rows[0][1] == "My project is called Atlas and it ships on Friday."

@@ -1,3 +1,4 @@
+from contextlib import closing
 import functools
 import sqlite3
 import threading
@@ -44,22 +45,22 @@ class TestSQLiteFileStore(SharedStoreContract):
 
     def test_schema_version_is_recorded(self, store, sqlite_url):
         path = sqlite_url.removeprefix("sqlite:///")
-        with sqlite3.connect(path) as raw:
+        with closing(sqlite3.connect(path)) as raw, raw:
             assert raw.execute("select version from omnisync_schema").fetchall() == [(sql_schema.SCHEMA_VERSION,)]
 
     def test_a_newer_schema_is_refused_not_overwritten(self, store, sqlite_url):
         store.append(AGENT, "s", [user("precious")])
         path = sqlite_url.removeprefix("sqlite:///")
-        with sqlite3.connect(path) as raw:
+        with closing(sqlite3.connect(path)) as raw, raw:
             raw.execute("update omnisync_schema set version = 99")
         with pytest.raises(StoreError, match="upgrade omnisync"):
             SQLStore(sqlite_url)
-        with sqlite3.connect(path) as raw:
+        with closing(sqlite3.connect(path)) as raw, raw:
             assert raw.execute("select content from omnisync_messages").fetchall() == [("precious",)]
 
     def test_a_read_that_fails_raises_instead_of_returning_nothing(self, store, sqlite_url):
         path = sqlite_url.removeprefix("sqlite:///")
-        with sqlite3.connect(path) as raw:
+        with closing(sqlite3.connect(path)) as raw, raw:
             raw.execute("drop table omnisync_messages")
         with pytest.raises(StoreError, match="SQL store"):
             store.history(AGENT, "s")

@@ -2,8 +2,7 @@
 
 The window depends on the agent's ``memory_config`` and the first message on its system
 instruction, which live in the agent's code, not in the store: ``--memory-config`` and
-``--system`` give them. The agent built here shares the command's router and has a model
-endpoint that is never called.
+``--system`` give them. It uses the agents' own prompt builder, and no model.
 """
 
 from __future__ import annotations
@@ -15,9 +14,6 @@ from typing import Any
 from ..router import MemoryRouter
 from .errors import UsageError
 from .output import print_json, snippet, table
-
-PREVIEW_MODEL = {"provider": "openai", "model": "preview", "base_url": "http://127.0.0.1:9/v1"}
-
 
 def memory_config(text: str) -> dict[str, Any]:
     """``--memory-config``: a JSON object (checked again, in full, by the agent)."""
@@ -31,18 +27,16 @@ def memory_config(text: str) -> dict[str, Any]:
 
 
 def preview(args: argparse.Namespace, router: MemoryRouter) -> int:
-    from ..agent import OmniCoreAgent
     from ..errors import ConfigurationError
+    from ..prompt import preview as preview_of
 
     agent_config = {"memory_config": args.memory_config} if args.memory_config is not None else None
     try:
-        agent = OmniCoreAgent(args.agent, args.system, PREVIEW_MODEL, memory_router=router, agent_config=agent_config)
+        shown = preview_of(
+            router.store, args.agent, args.session, system_instruction=args.system, message=args.message, agent_config=agent_config
+        )
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
-    try:
-        shown = agent.preview(args.session, message=args.message)
-    finally:
-        agent.cleanup()
     if args.json:
         print_json(shown)
         return 0
