@@ -328,6 +328,13 @@ def take_session(store: MemoryStore, agent: str, session_id: str, run_id: str, *
     return None
 
 
+def release_session(store: MemoryStore, agent: str, session_id: str, run_id: str) -> None:
+    """Give the session up for a run that never started (its record was not created)."""
+    lease = store.load_run(agent, session_lease_id(session_id))
+    if lease is not None and lease.lease_owner == run_id:
+        store.save_run(lease.evolve(lease_owner=None, lease_until=None, updated_at=utcnow()), expected_version=lease.version)
+
+
 # --- summary claims --------------------------------------------------------------------
 
 

@@ -100,16 +100,20 @@ class Runner:
         store = self.store
         run_id = run_state.new_run_id()
         self._take_session(store, session_id, run_id, on_busy)
-        window = self.prompt.window(store, self.agent, session_id)
-        record = run_state.create(
-            store,
-            self.agent,
-            session_id,
-            budget=self.config.budget,
-            loaded_seq=(window[0].seq, window[-1].seq) if window else None,  # type: ignore[arg-type]
-            lease_seconds=self.config.run_lease_seconds,
-            run_id=run_id,
-        )
+        try:
+            window = self.prompt.window(store, self.agent, session_id)
+            record = run_state.create(
+                store,
+                self.agent,
+                session_id,
+                budget=self.config.budget,
+                loaded_seq=(window[0].seq, window[-1].seq) if window else None,  # type: ignore[arg-type]
+                lease_seconds=self.config.run_lease_seconds,
+                run_id=run_id,
+            )
+        except BaseException:
+            self._release_session(store, session_id, run_id)
+            raise
         user = self.prompt.price({"role": "user", "content": message})
         context = RunContext(
             record=record,
@@ -172,6 +176,12 @@ class Runner:
             if abandoned is None:
                 return
             self._close_abandoned(store, abandoned, run_id)
+
+    def _release_session(self, store: MemoryStore, session_id: str, run_id: str) -> None:
+        try:
+            run_state.release_session(store, self.agent, session_id, run_id)
+        except Exception as exc:  # the error that stopped the run is the one to raise; the lease runs out by itself
+            logger.warning("could not give up session %r of run %s: %s", session_id, run_id, redact_text(str(exc)))
 
     def _close_abandoned(self, store: MemoryStore, abandoned: RunRecord, by_run: str) -> None:
         """End a run whose process died holding its session: answer its open tool calls, record it failed."""

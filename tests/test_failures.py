@@ -354,6 +354,16 @@ def test_a_store_error_after_the_model_answered_ends_the_run_failed_with_a_typed
     assert agent.get_session_history("s") == []
 
 
+def test_a_store_error_before_a_run_starts_does_not_leave_its_session_busy(router, name, monkeypatch):
+    install(monkeypatch, echo)
+    agent = agent_on(router, name)
+    with monkeypatch.context() as broken:
+        broken.setattr(router.store, "window", lambda *args, **kwargs: (_ for _ in ()).throw(StoreError("the link went silent")))
+        with pytest.raises(StoreError, match="the link went silent"):
+            agent.run("hello", session_id="s")
+    assert agent.run("hello", session_id="s", on_busy="raise")["response"] == "echo: hello"
+
+
 def test_a_model_error_after_a_tool_call_leaves_a_valid_session_and_a_resumable_run(router, name, monkeypatch):
     adapter = install(monkeypatch, [completion(None, [call("call_1")]), (500, {"error": {"message": "overloaded"}}, {}), completion("sunny, then")])
     tools = Tools()
