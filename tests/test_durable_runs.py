@@ -176,6 +176,19 @@ def test_a_busy_session_is_refused_across_processes_and_a_killed_run_is_closed_b
         agent.clear_session_history()
 
 
+def test_two_processes_running_one_session_with_tools_never_interleave(store, agent_name):
+    from fake_http import tool_sequence_problem
+
+    command = [sys.executable, str(ROOT / "tests" / "session_worker.py"), store[0], store[1], agent_name, "shared", "4"]
+    processes = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outcomes = [finish(process) for process in processes]
+    assert [o["errors"] for o in outcomes] == [[], []] and [o["refused"] for o in outcomes] == [[], []]
+    assert [o["completed"] for o in outcomes] == [4, 4]
+    with MemoryRouter(store[0], url=store[1]) as router:
+        history = [m.to_chat() for m in router.store.history(agent_name, "shared")]
+    assert len(history) == 2 * 4 * 4 and tool_sequence_problem(history) is None
+
+
 def test_crash_scenario_in_one_process(omnisync_cassette, tmp_path):
     """The same run uninterrupted: the cassette the crash test replays."""
     ledger = tmp_path / "ledger"
