@@ -9,7 +9,8 @@ at a time, in every process; a run whose process died holding it is closed first
 tool calls answered as not completed, its record failed). It writes its user message together
 with the model's first reply, so a model error before that leaves the session as it was. Each
 write of a run follows a compare-and-set save of its record that renews its lease, so a
-process that lost its lease cannot write. Each tool result is written as soon as the tool
+process that lost its lease cannot write (a final reply written within half a lease of the last
+save is covered by that save: nobody takes a run over before its lease runs out). Each tool result is written as soon as the tool
 returns; a resumed run looks for results already in the session, so a completed tool call is
 never repeated. Every way out of the loop ends the record failed or cancelled.
 """
@@ -70,6 +71,7 @@ class RunContext:
     history: list[Priced]  # messages of earlier runs, as loaded at the start
     current: list[Priced]  # this run's messages, user message first
     unwritten: list[Message]  # this run's messages not yet in the store
+    leased_at: float = 0.0  # when (by Runner.clock) this process last saved the record, renewing its lease
 
 
 class Runner:
@@ -89,6 +91,7 @@ class Runner:
         self._store = store
         self.tools = tools
         self.sleep: Callable[[float], None] = time.sleep  # between looks at a busy session
+        self.clock: Callable[[], float] = time.monotonic  # how old this process's lease on a run is
 
     @property
     def store(self) -> MemoryStore:
@@ -120,6 +123,7 @@ class Runner:
             history=self.prompt.earlier(window),
             current=[user],
             unwritten=[self._message(user, record.run_id)],
+            leased_at=self.clock(),
         )
         return (yield from self._loop(store, context))
 
@@ -145,6 +149,7 @@ class Runner:
             history=self.prompt.earlier(window),
             current=self.prompt.history(own),
             unwritten=[],
+            leased_at=self.clock(),
         )
         return (yield from self._loop(store, context))
 
@@ -288,7 +293,10 @@ class Runner:
                 )
             reply = storable_reply(completion.message())
             calls = reply.get("tool_calls") or []
-            context.record = self._save(store, context.record.evolve(pending_calls=calls, decisions={}) if calls else context.record)
+            if calls:
+                self._save(store, context, context.record.evolve(pending_calls=calls, decisions={}))
+            elif not self._lease_is_fresh(context):  # a final reply after a long model call: renew before writing it
+                self._save(store, context, context.record)
             self._add(context, reply)
             self._write(store, context)
             if reply["content"]:
@@ -318,7 +326,7 @@ class Runner:
                 continue
             if decision is not None and not decision.get("approved"):
                 reason = f": {decision['reason']}" if decision.get("reason") else ""
-                context.record = self._save(store, context.record)
+                self._save(store, context, context.record)
                 denied = storable_tool_result(f"The user denied this call to {call['function']['name']}{reason}.")
                 yield self._tool_result(store, context, call, denied)
                 continue
@@ -330,7 +338,7 @@ class Runner:
                 result = f"Error: there is no tool named {call['function']['name']!r}; available: {', '.join(self.tools.names()) or 'none'}."
             else:
                 result = tool.call(call["function"].get("arguments") or "{}")
-            context.record = self._save(store, context.record.evolve(tool_calls_made=context.record.tool_calls_made + 1))
+            self._save(store, context, context.record.evolve(tool_calls_made=context.record.tool_calls_made + 1))
             yield self._tool_result(store, context, call, storable_tool_result(result))
         if awaiting:
             return (yield from self._pause(store, context, AWAITING_APPROVAL, pending_calls=awaiting))
@@ -384,10 +392,19 @@ class Runner:
             # Saved with the record's next save, which always follows a write.
             context.record = context.record.evolve(first_written_seq=written[0].seq)
 
-    def _save(self, store: MemoryStore, record: RunRecord) -> RunRecord:
+    def _lease_is_fresh(self, context: RunContext) -> bool:
+        """True while at least half the lease this process last took is left: nobody can have taken the run over.
+
+        (Another process takes a run over only once its lease has run out.)
+        """
+        return self.clock() - context.leased_at < self.config.run_lease_seconds / 2
+
+    def _save(self, store: MemoryStore, context: RunContext, record: RunRecord) -> None:
         """Save progress and renew the lease: the fence every write of the run follows."""
+        saved_at = self.clock()
         try:
-            return run_state.save_progress(store, record, self.config.run_lease_seconds)
+            context.record = run_state.save_progress(store, record, self.config.run_lease_seconds)
+            context.leased_at = saved_at
         except RunConflictError as exc:
             raise RunConflictError(
                 f"run {record.run_id} lost its lease: another process changed its record (it may have closed the run "

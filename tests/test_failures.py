@@ -254,6 +254,27 @@ def test_a_run_that_lost_its_lease_in_a_tool_cannot_write_after_another_took_ove
     assert adapter.refused == [] and no_run_is_left_running(other)
 
 
+def test_a_run_that_lost_its_lease_during_a_model_call_cannot_write_its_reply(router, name, monkeypatch):
+    slow, other = agent_on(router, name), agent_on(router, name)
+    clock = FakeClock()
+    slow._runner.clock = clock
+
+    def model(body):
+        if body["messages"][-1]["content"] == "take your time" and not clock.now > 1000.0:
+            clock.now += 300  # the call outlasts the lease (run_lease_seconds 300) ...
+            [running] = slow.list_runs(status="running")
+            _expire_lease(router.store, name, running["run_id"])
+            other.run("hello", session_id="s")  # ... and another process takes the session over
+            return completion("too late")
+        return echo(body)
+
+    adapter = install(monkeypatch, model)
+    with pytest.raises(RunConflictError, match="lost its lease"):
+        slow.run("take your time", session_id="s")
+    assert [m["content"] for m in other.get_session_history("s")] == ["hello", "echo: hello"]  # no stray "too late"
+    assert adapter.refused == [] and no_run_is_left_running(other)
+
+
 def test_tool_arguments_sent_as_an_object_leave_no_call_unanswered(router, name, monkeypatch):
     as_object = call("call_obj", arguments={"city": "Paris"})
     adapter = install(monkeypatch, [completion(None, [as_object]), completion("done")])
