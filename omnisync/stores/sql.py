@@ -60,6 +60,7 @@ _INSERT_RUN = schema.runs.insert()
 _UPDATE_RUN = schema.runs.update().where(
     _r.agent == sa.bindparam("key_agent"), _r.run_id == sa.bindparam("key_run_id"), _r.version == sa.bindparam("expected")
 )
+_LOAD_RUN = sa.select(_r.data).where(_r.agent == sa.bindparam("agent"), _r.run_id == sa.bindparam("run_id"))
 _RUN_COLUMNS = ("agent", "run_id", "session_id", "status", "version", "created_at", "finished_at", "data")
 # With every column bound by name, for the SQLite hot path (which needs them all in the compiled SQL).
 _INSERT_RUN_ALL_COLUMNS = schema.runs.insert().values({name: sa.bindparam(f"v_{name}") for name in _RUN_COLUMNS})
@@ -119,6 +120,7 @@ class SQLStore(MemoryStore):
                     "insert_message": _INSERT_MESSAGE,
                     "insert_run": _INSERT_RUN_ALL_COLUMNS,
                     "update_run": _UPDATE_RUN_ALL_COLUMNS,
+                    "load_run": _LOAD_RUN,
                 },
                 self._describe(),
             )
@@ -310,10 +312,13 @@ class SQLStore(MemoryStore):
         return saved
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
-        table = schema.runs
-        query = sa.select(table.c.data).where(table.c.agent == agent, table.c.run_id == run_id)
+        params = {"agent": agent, "run_id": run_id}
+        if self._hot is not None:  # every run reads its session's lease and holder: on SQLite, without SQLAlchemy's cost
+            with self._serial or nullcontext():
+                data = self._hot.read_one(params)
+            return RunRecord.from_json(data) if data is not None else None
         with self._tx() as conn:
-            data = conn.execute(query).scalar()
+            data = conn.execute(_LOAD_RUN, params).scalar()
         return RunRecord.from_json(data) if data is not None else None
 
     def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:

@@ -1,4 +1,4 @@
-"""The SQL store's two hottest operations on SQLite, without SQLAlchemy's per-statement cost.
+"""The SQL store's hottest operations on SQLite, without SQLAlchemy's per-statement cost.
 
 A window load and a run's append are most of what a run does to its store. Profiles showed
 about two thirds of their time in SQLAlchemy's execution machinery rather than in SQLite, so
@@ -41,6 +41,7 @@ class SQLiteHotPath:
         self.insert_message = prepared["insert_message"]
         self.insert_run = prepared["insert_run"]
         self.update_run = prepared["update_run"]
+        self.load_run = prepared["load_run"]
         self.describe = describe
 
     @contextmanager
@@ -64,6 +65,12 @@ class SQLiteHotPath:
         prepared = self.latest_before if "before" in params else self.latest
         with self._cursor() as cursor:
             return cursor.execute(prepared.sql, prepared.args(params)).fetchall()
+
+    def read_one(self, params: dict[str, Any]) -> Any:
+        """The one value a run record read selects, or None."""
+        with self._cursor() as cursor:
+            row = cursor.execute(self.load_run.sql, self.load_run.args(params)).fetchone()
+        return row[0] if row is not None else None
 
     def append(self, counter: dict[str, Any], place: Any) -> Any:
         """In one write transaction: advance the counter, let ``place(last_seq)`` give the rows' values, insert them."""
