@@ -275,6 +275,18 @@ def test_a_run_that_lost_its_lease_during_a_model_call_cannot_write_its_reply(ro
     assert adapter.refused == [] and no_run_is_left_running(other)
 
 
+def test_a_session_cleared_while_a_run_is_in_a_tool_stays_valid(router, name, monkeypatch):
+    adapter = install(monkeypatch, weather_model())
+    tools = Tools()
+    agent = agent_on(router, name, tools)
+    tools.inside_lookup = lambda: agent.memory_router.store.clear(name, "s")  # as clear_session_history from elsewhere
+    assert agent.run(WEATHER, session_id="s")["response"] == "done: sunny in Paris"
+    assert roles(agent, "s") == ["tool", "assistant"]  # what the run wrote after the clear
+    assert agent.run("and now?", session_id="s")["response"] == "echo: and now?"
+    assert [m["role"] for m in adapter.sent[-1]["messages"]] == ["system", "assistant", "user"]  # the orphan result is not sent
+    assert adapter.refused == []
+
+
 def test_tool_arguments_sent_as_an_object_leave_no_call_unanswered(router, name, monkeypatch):
     as_object = call("call_obj", arguments={"city": "Paris"})
     adapter = install(monkeypatch, [completion(None, [as_object]), completion("done")])
@@ -383,6 +395,33 @@ def test_a_store_error_before_a_run_starts_does_not_leave_its_session_busy(route
         with pytest.raises(StoreError, match="the link went silent"):
             agent.run("hello", session_id="s")
     assert agent.run("hello", session_id="s", on_busy="raise")["response"] == "echo: hello"
+
+
+def test_a_run_whose_driver_stops_early_ends_cancelled_and_frees_its_session(router, name, monkeypatch):
+    install(monkeypatch, echo)
+    agent = agent_on(router, name)
+    steps = events(agent._runner.start("hi", "s"), agent._client.complete)
+    started = next(steps)  # a streaming caller that stops reading here
+    steps.close()
+    assert agent.get_run(started.run_id)["status"] == "cancelled" and agent.get_session_history("s") == []
+    assert agent.run("hi again", session_id="s", on_busy="raise")["status"] == "completed"
+
+
+def test_an_interrupted_tool_ends_its_run_failed_and_the_run_can_be_resumed(router, name, monkeypatch):
+    adapter = install(monkeypatch, weather_model())
+    tools = Tools()
+    agent = agent_on(router, name, tools)
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    tools.inside_lookup = interrupt
+    with pytest.raises(KeyboardInterrupt):
+        agent.run(WEATHER, session_id="s")
+    [failed] = runs(agent, "failed")
+    assert failed["error"] == "interrupted: KeyboardInterrupt" and roles(agent, "s") == ["user", "assistant"]
+    assert agent.resume(failed["run_id"])["response"] == "done: sunny in Paris"  # the call never returned, so it runs again
+    assert tools.ran == ["lookup Paris", "lookup Paris"] and adapter.refused == []
 
 
 def test_a_model_error_after_a_tool_call_leaves_a_valid_session_and_a_resumable_run(router, name, monkeypatch):
