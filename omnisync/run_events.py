@@ -86,7 +86,8 @@ def events(steps: RunSteps, call_model: ModelCall) -> Iterator[RunEvent]:
     """Drive a run, yielding each of its events; each model call is ``call_model(messages, tools)``.
 
     A model error is thrown into the loop, which records the run as failed and raises it
-    again. Closing this iterator early closes the loop where it stands.
+    again. Closing this iterator early closes the loop where it stands, and the run ends
+    cancelled.
     """
     try:
         reply: Completion | None = None
