@@ -9,10 +9,11 @@ at a time, in every process; a run whose process died holding it is closed first
 tool calls answered as not completed, its record failed). It writes its user message together
 with the model's first reply, so a model error before that leaves the session as it was. Each
 write of a run follows a compare-and-set save of its record that renews its lease, so a
-process that lost its lease cannot write (a final reply written within half a lease of the last
-save is covered by that save: nobody takes a run over before its lease runs out). Each tool result is written as soon as the tool
-returns; a resumed run looks for results already in the session, so a completed tool call is
-never repeated. Every way out of the loop ends the record failed or cancelled.
+process that lost its lease cannot write (a final reply written within half a lease of the
+last save is covered by that save: nobody takes a run over before its lease runs out). Each
+tool result is written as soon as the tool returns; a resumed run looks for results already
+in the session, so a completed tool call is never repeated. Every way out of the loop ends
+the record failed or cancelled.
 """
 
 from __future__ import annotations
