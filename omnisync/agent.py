@@ -35,6 +35,13 @@ class OmniCoreAgent:
     only their own messages. With no ``memory_router`` the history lives in this process.
     """
 
+    name: str
+    system_instruction: str
+    model_config: ModelConfig
+    config: AgentConfig
+    tools: ToolRegistry
+    token_counter: TokenCounter
+
     def __init__(
         self,
         name: str,
