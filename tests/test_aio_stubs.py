@@ -28,10 +28,8 @@ def test_the_stub_declares_every_public_member_of_each_twin_as_a_coroutine_or_pr
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     for twin in (aio.OmniCoreAgent, aio.MemoryRouter):
         declared = {node.name: node for node in classes[twin.__name__].body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        for name in dir(twin._blocking_class):
+        for name in (n for n in dir(twin._blocking_class) if not n.startswith("_")):
             member = inspect.getattr_static(twin, name)
-            if name.startswith("_"):
-                continue
             if inspect.iscoroutinefunction(member):
                 assert isinstance(declared.get(name), ast.AsyncFunctionDef), f"{twin.__name__}.{name} is no coroutine in the stub"
             elif isinstance(member, property):
