@@ -31,19 +31,29 @@ from ._aio_pool import call as _in_thread
 from ._aio_pool import set_thread_count, thread_count
 from .agent import OmniCoreAgent as _BlockingAgent
 from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
+from .results import ApprovalRequest, BudgetRequest, ChatMessage, HistoryMessage, Preview, PreviewWindow, RunRecordDict, RunResult, Usage
 from .router import MemoryRouter as _BlockingRouter
 from .tools import ToolRegistry
 
 __all__ = [
+    "ApprovalRequest",
+    "BudgetRequest",
+    "ChatMessage",
     "ConfigurationError",
+    "HistoryMessage",
     "MemoryRouter",
     "MissingDependencyError",
     "ModelError",
     "OmniCoreAgent",
     "OmnisyncError",
+    "Preview",
+    "PreviewWindow",
     "RunError",
+    "RunRecordDict",
+    "RunResult",
     "StoreError",
     "ToolRegistry",
+    "Usage",
     "set_thread_count",
     "thread_count",
 ]

@@ -5,14 +5,14 @@ from omnisync.agent import OmniCoreAgent as _BlockingOmniCoreAgent
 from omnisync.agent_config import AgentConfig
 from omnisync.errors import ConfigurationError as ConfigurationError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
 from omnisync.model.config import ModelConfig
-from omnisync.results import HistoryMessage, Preview, RunRecordDict, RunResult
+from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, Usage as Usage
 from omnisync.router import MemoryRouter as _BlockingMemoryRouter
 from omnisync.stores.base import MemoryStore
 from omnisync.tokens import TokenCounter
 from omnisync.tools.registry import ToolRegistry as ToolRegistry
 from typing import Any
 
-__all__ = ["ConfigurationError", "MemoryRouter", "MissingDependencyError", "ModelError", "OmniCoreAgent", "OmnisyncError", "RunError", "StoreError", "ToolRegistry", "set_thread_count", "thread_count"]
+__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "HistoryMessage", "MemoryRouter", "MissingDependencyError", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RunError", "RunRecordDict", "RunResult", "StoreError", "ToolRegistry", "Usage", "set_thread_count", "thread_count"]
 
 class MemoryRouter:
     """``omnisync.MemoryRouter`` with coroutine methods (``await router.close()``)."""
