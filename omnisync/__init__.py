@@ -3,17 +3,27 @@
 from . import _logging  # noqa: F401  (installs the NullHandler on the "omnisync" logger)
 from .agent import OmniCoreAgent
 from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
+from .results import ApprovalRequest, BudgetRequest, ChatMessage, HistoryMessage, Preview, PreviewWindow, RunRecordDict, RunResult, Usage
 from .router import MemoryRouter
 from .tools import ToolRegistry
 
 __all__ = [
+    "ApprovalRequest",
+    "BudgetRequest",
+    "ChatMessage",
     "ConfigurationError",
+    "HistoryMessage",
     "MemoryRouter",
     "MissingDependencyError",
     "ModelError",
     "OmniCoreAgent",
     "OmnisyncError",
+    "Preview",
+    "PreviewWindow",
     "RunError",
+    "RunRecordDict",
+    "RunResult",
     "StoreError",
     "ToolRegistry",
+    "Usage",
 ]

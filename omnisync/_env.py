@@ -55,3 +55,8 @@ def model_timeout() -> str | None:
 def ca_bundle() -> str | None:
     """The CA bundle requests would use from the environment."""
     return _get("REQUESTS_CA_BUNDLE") or _get("CURL_CA_BUNDLE")
+
+
+def aio_threads() -> str | None:
+    """Worker threads of omnisync.aio's pool (checked by omnisync._aio_pool)."""
+    return _get("OMNISYNC_AIO_THREADS")

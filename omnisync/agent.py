@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from . import run_state
 from ._logging import logger
@@ -13,6 +13,7 @@ from .errors import ConfigurationError
 from .model.client import ChatClient
 from .model.config import ModelConfig
 from .prompt import PromptBuilder
+from .results import HistoryMessage, Preview, RunRecordDict, RunResult
 from .router import MemoryRouter
 from .run_events import run_to_end
 from .run_record import RUN_STATUSES
@@ -33,6 +34,13 @@ class OmniCoreAgent:
     History is kept per agent ``name``: two agents sharing one store and one session id see
     only their own messages. With no ``memory_router`` the history lives in this process.
     """
+
+    name: str
+    system_instruction: str
+    model_config: ModelConfig
+    config: AgentConfig
+    tools: ToolRegistry
+    token_counter: TokenCounter
 
     def __init__(
         self,
@@ -72,7 +80,7 @@ class OmniCoreAgent:
 
     # --- runs ------------------------------------------------------------------------------
 
-    def run(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> dict[str, Any]:
+    def run(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         Returns ``response``, ``session_id``, ``run_id``, ``status`` and ``usage``; a run that
@@ -90,22 +98,22 @@ class OmniCoreAgent:
         self._summarizer.wait(session_id)
         result = run_to_end(self._runner.start(message, session_id, on_busy), self._client.complete)
         self._after_run(result)
-        return result
+        return cast(RunResult, result)
 
-    def resume(self, run_id: str) -> dict[str, Any]:
+    def resume(self, run_id: str) -> RunResult:
         """Continue a paused run (or one whose process died), from any process that reaches the store."""
         result = run_to_end(self._runner.resume(_check_run_id(run_id)), self._client.complete)
         self._after_run(result)
-        return result
+        return cast(RunResult, result)
 
-    def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> dict[str, Any]:
+    def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult:
         """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""
         if not isinstance(approved, bool):
             raise ConfigurationError(f"approved must be True or False, not {approved!r}")
         saved = run_state.decide(self._store(), self.name, _check_run_id(run_id), call_id, approved, reason)
-        return result_of(saved)
+        return cast(RunResult, result_of(saved))
 
-    def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> dict[str, Any]:
+    def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult:
         """Raise the limits of a run that awaits budget by these amounts; then call ``resume``."""
         saved = run_state.grant(
             self._store(),
@@ -115,27 +123,27 @@ class OmniCoreAgent:
             extra_tokens=extra_tokens,
             extra_steps=extra_steps,
         )
-        return result_of(saved)
+        return cast(RunResult, result_of(saved))
 
-    def cancel_run(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
+    def cancel_run(self, run_id: str, reason: str | None = None) -> RunResult:
         """End a paused run, or one whose process died, as cancelled; it frees its session.
 
         Its tool calls that have no result yet are answered as not run, so the session stays
         valid for the model.
         """
-        return result_of(self._runner.cancel(_check_run_id(run_id), reason))
+        return cast(RunResult, result_of(self._runner.cancel(_check_run_id(run_id), reason)))
 
-    def get_run(self, run_id: str) -> dict[str, Any]:
+    def get_run(self, run_id: str) -> RunRecordDict:
         """The run's record as a dict."""
-        return run_state.load(self._store(), self.name, _check_run_id(run_id)).to_record()
+        return cast(RunRecordDict, run_state.load(self._store(), self.name, _check_run_id(run_id)).to_record())
 
-    def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[dict[str, Any]]:
+    def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[RunRecordDict]:
         """This agent's run records, oldest first."""
         if status is not None and status not in RUN_STATUSES:
             raise ConfigurationError(f"Unknown run status: {status}. Use one of: {', '.join(RUN_STATUSES)}")
         if session_id is not None:
             _check_session_id(session_id)
-        return [r.to_record() for r in run_state.list_runs(self._store(), self.name, status=status, session_id=session_id)]
+        return [cast(RunRecordDict, r.to_record()) for r in run_state.list_runs(self._store(), self.name, status=status, session_id=session_id)]
 
     def prune_runs(self) -> int:
         """Delete this agent's finished run records older than ``run_retention_days``; return how many."""
@@ -160,14 +168,14 @@ class OmniCoreAgent:
 
     # --- memory ----------------------------------------------------------------------------
 
-    def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[dict[str, Any]]:
+    def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[HistoryMessage]:
         """The session's active messages, oldest first (with ``include_inactive``, every stored one)."""
         session_id = _check_session_id(session_id)
         self._summarizer.wait(session_id)
         messages = self._store().history(self.name, session_id, include_inactive=include_inactive)
         if not include_inactive:
-            return [m.to_chat() for m in messages]
-        return [{**m.to_chat(), "status": m.status, "seq": m.seq, "summary": m.is_summary} for m in messages]
+            return [cast(HistoryMessage, m.to_chat()) for m in messages]
+        return [cast(HistoryMessage, {**m.to_chat(), "status": m.status, "seq": m.seq, "summary": m.is_summary}) for m in messages]
 
     def clear_session_history(self, session_id: str | None = None) -> int:
         """Forget one session, or with no id every session of this agent; return how many messages went."""
@@ -176,11 +184,11 @@ class OmniCoreAgent:
         self._summarizer.wait(session_id)
         return self._store().clear(self.name, session_id)
 
-    def preview(self, session_id: str, message: str | None = None) -> dict[str, Any]:
+    def preview(self, session_id: str, message: str | None = None) -> Preview:
         """What the next model call of ``session_id`` would be given, without calling the model."""
         session_id = _check_session_id(session_id)
         self._summarizer.wait(session_id)
-        return self._prompt.preview(self._store(), self.name, session_id, message)
+        return cast(Preview, self._prompt.preview(self._store(), self.name, session_id, message))
 
     def get_memory_store_type(self) -> str:
         return self._router.kind

@@ -8,8 +8,9 @@
 Each class here drives one instance of its blocking twin in ``omnisync``: the constructor
 takes the same arguments and builds that instance (synchronously), and every public method
 of the blocking class becomes a coroutine method that runs the blocking one in a worker
-thread (``asyncio.to_thread``). The twins are generated from the blocking classes, so a
-method added there is awaitable here at once. Properties and attributes stay plain, errors
+thread of omnisync.aio's own pool, sized for calls that wait on the network (64 threads;
+``OMNISYNC_AIO_THREADS`` or ``set_thread_count`` changes it). The twins are generated from
+the blocking classes, so a method added there is awaitable here at once. Properties and attributes stay plain, errors
 are the very classes ``omnisync`` raises, and ``async with`` releases what ``with`` would.
 
 This is a thin layer over the blocking API, which never needs an event loop: call it from
@@ -20,28 +21,41 @@ blocking call; it finishes in its thread.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from ._aio_pool import call as _in_thread
+from ._aio_pool import set_thread_count, thread_count
 from .agent import OmniCoreAgent as _BlockingAgent
 from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
+from .results import ApprovalRequest, BudgetRequest, ChatMessage, HistoryMessage, Preview, PreviewWindow, RunRecordDict, RunResult, Usage
 from .router import MemoryRouter as _BlockingRouter
 from .tools import ToolRegistry
 
 __all__ = [
+    "ApprovalRequest",
+    "BudgetRequest",
+    "ChatMessage",
     "ConfigurationError",
+    "HistoryMessage",
     "MemoryRouter",
     "MissingDependencyError",
     "ModelError",
     "OmniCoreAgent",
     "OmnisyncError",
+    "Preview",
+    "PreviewWindow",
     "RunError",
+    "RunRecordDict",
+    "RunResult",
     "StoreError",
     "ToolRegistry",
+    "Usage",
+    "set_thread_count",
+    "thread_count",
 ]
 
 _TWIN_CLASSES: dict[type, type[_AsyncTwin]] = {}  # blocking class -> its twin class
@@ -69,7 +83,7 @@ def _coroutine_method(name: str, function: Callable[..., Any]) -> Callable[..., 
         call = getattr(self._blocking, name)  # looked up per call, so a patched blocking method is the one run
         args = tuple(_unwrap(a) for a in args)
         kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
-        return _twin_of(await asyncio.to_thread(call, *args, **kwargs))
+        return _twin_of(await _in_thread(call, *args, **kwargs))
 
     method.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
     return method
@@ -156,11 +170,11 @@ class _AsyncTwin:
         return sorted(set(super().__dir__()) | set(public))
 
     async def __aenter__(self) -> Any:
-        await asyncio.to_thread(self._blocking.__enter__)
+        await _in_thread(self._blocking.__enter__)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await asyncio.to_thread(self._blocking.__exit__, *exc_info)
+        await _in_thread(self._blocking.__exit__, *exc_info)
 
     def __enter__(self) -> Any:
         self._blocking.__enter__()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ._validate import only_keys, positive_int
 from .errors import ConfigurationError
@@ -13,12 +13,12 @@ RETENTION_POLICIES = ("keep", "delete")
 DEFAULT_VALUE = 10_000
 MEMORY_KEYS = ("mode", "value", "summary")
 SUMMARY_KEYS = ("enabled", "retention_policy")
-SUMMARY_DEFAULTS = {"enabled": False, "retention_policy": "keep"}
+SUMMARY_DEFAULTS: dict[str, Any] = {"enabled": False, "retention_policy": "keep"}
 
 
 @dataclass(frozen=True)
 class MemoryConfig:
-    mode: str = "sliding_window"
+    mode: Literal["sliding_window", "token_budget"] = "sliding_window"
     value: int = DEFAULT_VALUE
     summary_enabled: bool = False
     retention_policy: str = "keep"

@@ -1,0 +1,144 @@
+"""What the agent's methods return: plain dicts at run time, exact shapes for type checkers.
+
+Each dict is a ``TypedDict``, so an editor completes ``result["response"]`` and
+``mypy --strict`` knows it is ``str | None``. Keys marked "optional" below appear only when
+the note says so (Python 3.10 has no ``NotRequired``, hence the split base classes).
+tests/test_result_types.py compares real results with these declarations.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+__all__ = [
+    "ApprovalRequest",
+    "BudgetRequest",
+    "ChatMessage",
+    "HistoryMessage",
+    "Preview",
+    "PreviewWindow",
+    "RunRecordDict",
+    "RunResult",
+    "RunStatus",
+    "Usage",
+]
+
+RunStatus = Literal["running", "awaiting_approval", "awaiting_budget", "completed", "failed", "cancelled"]
+
+
+class Usage(TypedDict, total=False):
+    """Tokens the run's model calls used, summed; a key is missing when the server never reported it."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ApprovalRequest(TypedDict):
+    """A tool call that waits for ``resolve_approval``; ``arguments`` is the model's JSON text."""
+
+    id: str
+    tool: str
+    arguments: str
+
+
+class BudgetRequest(TypedDict):
+    """The limit a paused run reached: ``used`` of ``allowed`` for ``limit`` (e.g. ``"max_tool_calls"``)."""
+
+    limit: str
+    used: int
+    allowed: int
+
+
+class _RunResultKeys(TypedDict):
+    response: str | None
+    session_id: str
+    run_id: str
+    status: RunStatus
+    usage: Usage
+    steps: int
+    truncated: bool
+
+
+class RunResult(_RunResultKeys, total=False):
+    """What ``run``, ``resume``, ``resolve_approval`` and ``grant_budget`` return.
+
+    ``response`` is ``None`` while the run is paused or when it failed; ``truncated`` says
+    the reply was cut off by the output limit. Optional: ``approvals`` (status
+    ``awaiting_approval``), ``budget_request`` (status ``awaiting_budget``), ``error``
+    (status ``failed``).
+    """
+
+    approvals: list[ApprovalRequest]
+    budget_request: BudgetRequest | None
+    error: str
+
+
+class _ChatMessageKeys(TypedDict):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None
+
+
+class ChatMessage(_ChatMessageKeys, total=False):
+    """A message in Chat Completions form. Optional: ``tool_calls`` (assistant),
+    ``tool_call_id`` (tool), ``name``."""
+
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    name: str
+
+
+class HistoryMessage(ChatMessage, total=False):
+    """A message of ``get_session_history``; ``status``, ``seq`` and ``summary`` only with ``include_inactive=True``."""
+
+    status: Literal["active", "inactive"]
+    seq: int
+    summary: bool
+
+
+class PreviewWindow(TypedDict):
+    """The memory window ``preview`` loaded: its ``mode`` and ``value`` and how many messages it held."""
+
+    mode: Literal["sliding_window", "token_budget"]
+    value: int
+    messages: int
+
+
+class Preview(TypedDict):
+    """What ``preview`` returns: the messages the next model call would get, with their token counts."""
+
+    messages: list[ChatMessage]
+    tokens: list[int]
+    total_tokens: int
+    window: PreviewWindow
+    summary: str | None
+
+
+class RunRecordDict(TypedDict):
+    """A run's stored record, as ``get_run`` and ``list_runs`` return it (times in ISO 8601)."""
+
+    run_id: str
+    agent: str
+    session_id: str
+    kind: Literal["run", "fold", "session"]
+    status: RunStatus
+    step: int
+    usage: Usage
+    tool_calls_made: int
+    pending_calls: list[dict[str, Any]]
+    decisions: dict[str, dict[str, Any]]
+    budget: dict[str, int | None]
+    budget_request: BudgetRequest | None
+    loaded_seq: list[int] | None
+    first_written_seq: int | None
+    response: str | None
+    error: str | None
+    finish_reason: str | None
+    lease_owner: str | None
+    lease_until: str | None
+    created_at: str | None
+    updated_at: str | None
+    finished_at: str | None
+    expires_at: str | None
+    version: int
+    version: int
