@@ -258,7 +258,7 @@ class MongoStore(MemoryStore):
         if session_id is not None:
             keys = [_session(agent, session_id)]
         else:
-            pipeline = [{"$match": {"agent": _text("agent", agent), **_STORED}}, {"$group": {"_id": "$session_id"}}]
+            pipeline: list[dict[str, Any]] = [{"$match": {"agent": _text("agent", agent), **_STORED}}, {"$group": {"_id": "$session_id"}}]
             with self._errors("clearing"):
                 keys = [{"agent": agent, "session_id": group["_id"]} for group in self.messages.aggregate(pipeline)]
         with self._errors("clearing"):

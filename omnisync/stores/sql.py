@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 from .._logging import logger
 from ..errors import MissingDependencyError, RunConflictError, StoreError
@@ -180,7 +180,8 @@ class SQLStore(MemoryStore):
         if self._hot is not None:
             counter = {"agent": agent, "session_id": session_id, "step": step, "now": now_us}
             with self._serial or nullcontext():
-                return self._hot.append(counter, place)
+                written: list[Message] = self._hot.append(counter, place)
+                return written
         with self._tx(write=True) as conn:
             written, rows = place(self._advance_counter(conn, agent, session_id, step, now_us))
             conn.execute(_INSERT_MESSAGE, rows)
@@ -290,7 +291,7 @@ class SQLStore(MemoryStore):
             "data": saved.to_json(),
         }
         if self._hot is not None:
-            times = {"created_at": _sqlite_time(saved.created_at), "finished_at": _sqlite_time(row["finished_at"])}
+            times = {"created_at": _sqlite_time(saved.created_at), "finished_at": _sqlite_time(cast("datetime | None", row["finished_at"]))}
             values = {f"v_{name}": value for name, value in {**row, **times}.items()}
             with self._serial or nullcontext():
                 if expected_version is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.engine import Engine
 
@@ -53,7 +53,7 @@ class SQLiteHotPath:
         try:
             cursor = connection.cursor()
             try:
-                yield cursor
+                yield cast(sqlite3.Cursor, cursor)  # the pool hands out sqlite3 connections
             finally:
                 cursor.close()
         except sqlite3.Error as exc:
