@@ -9,6 +9,7 @@ run in WAL mode with a busy timeout, and writes take the write lock up front
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 from collections.abc import Iterator, Sequence
@@ -377,15 +378,11 @@ def _postgres_driver() -> str:
         return "postgresql+psycopg"
     except ImportError:
         pass
-    try:
-        import psycopg2  # noqa: F401
-
+    if importlib.util.find_spec("psycopg2") is not None:
         return "postgresql+psycopg2"
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "PostgreSQL memory requires optional dependency 'psycopg'. "
-            "Install it with: pip install 'omnisync[postgres]'"
-        ) from exc
+    raise MissingDependencyError(
+        "PostgreSQL memory requires optional dependency 'psycopg'. Install it with: pip install 'omnisync[postgres]'"
+    )
 
 
 def _configure_sqlite(engine: Engine) -> None:

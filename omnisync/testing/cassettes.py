@@ -7,10 +7,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from vcr.errors import CannotOverwriteExistingCassetteException
+from typing import Any
 
 from ..errors import MissingDependencyError
 
@@ -142,7 +139,8 @@ def _vcrpy() -> tuple[Any, type[Exception]]:
     return vcr, CannotOverwriteExistingCassetteException
 
 
-def _explain(path: Path, exc: CannotOverwriteExistingCassetteException) -> str:
+def _explain(path: Path, exc: Any) -> str:
+    """Why ``exc`` (vcrpy's CannotOverwriteExistingCassetteException) was raised, in words."""
     # Worked out from the cassette rather than read from exc.reason / exc.similar_requests,
     # which only vcrpy 9 sets (vcrpy 9 needs Python 3.11; 3.10 gets vcrpy 8).
     request, tape = exc.failed_request, exc.cassette
