@@ -109,10 +109,10 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-agent_name = identifier("agent name")
-session_id = identifier("session id")
-run_id = identifier("run id")
-call_id = identifier("call id")
+agent_name: Callable[[str], str] = identifier("agent name")
+session_id: Callable[[str], str] = identifier("session id")
+run_id: Callable[[str], str] = identifier("run id")
+call_id: Callable[[str], str] = identifier("call id")
 
 
 # --- the parser -----------------------------------------------------------------------

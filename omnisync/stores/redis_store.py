@@ -52,10 +52,10 @@ try:
     from redis.backoff import NoBackoff
     from redis.exceptions import RedisError
     from redis.retry import Retry
-except ImportError as exc:  # pragma: no cover - exercised by the missing-extra test
+except ImportError as _missing:  # pragma: no cover - exercised by the missing-extra test
     raise MissingDependencyError(
         "Redis memory requires optional dependency 'redis'. Install it with: pip install 'omnisync[redis]'"
-    ) from exc
+    ) from _missing
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _BATCH = 1000  # ZADD arguments per call inside a script (Lua's unpack has a stack limit)

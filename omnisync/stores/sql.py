@@ -31,11 +31,11 @@ try:
     from sqlalchemy.engine import Connection, Engine, make_url
     from sqlalchemy.exc import IntegrityError, SQLAlchemyError
     from sqlalchemy.pool import StaticPool
-except ImportError as exc:  # pragma: no cover - exercised by the missing-extra test
+except ImportError as _missing:  # pragma: no cover - exercised by the missing-extra test
     raise MissingDependencyError(
         "SQL database memory requires optional dependency 'sqlalchemy'. "
         "Install it with: pip install 'omnisync[postgres]'"
-    ) from exc
+    ) from _missing
 
 from . import sql_schema as schema
 from .sqlite_hot_path import SQLiteHotPath
@@ -98,7 +98,7 @@ class SQLStore(MemoryStore):
         if engine is None and url is None:
             raise ValueError("SQLStore needs a url or an engine")
         self._owns_engine = engine is None
-        self.engine = engine if engine is not None else create_engine(url)  # type: ignore[arg-type]
+        self.engine: Engine = engine if engine is not None else create_engine(url)  # type: ignore[arg-type]
         self._is_sqlite = self.engine.dialect.name == "sqlite"
         self._is_postgres = self.engine.dialect.name == "postgresql"
         # One shared connection (in-memory SQLite) must not interleave two transactions.

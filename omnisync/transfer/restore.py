@@ -70,12 +70,12 @@ class Restorer:
     def __init__(self, store: MemoryStore, *, append: bool, progress: Progress | None = None) -> None:
         self.store = store
         self.append = append
-        self.progress = progress or NoProgress()
-        self.report = Report()
+        self.progress: Progress | NoProgress = progress or NoProgress()
+        self.report: Report = Report()
         self._expected: dict[Key, Counts] = {}
         self._seqs: dict[Key, tuple[list[int], list[int]]] = {}
         self._written_runs: list[RunRecord] = []
-        self.started = False
+        self.started: bool = False
         """Whether anything has been written (a failure after that leaves the destination partly written)."""
 
     # --- refusing to duplicate ------------------------------------------------------
