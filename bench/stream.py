@@ -4,7 +4,7 @@
     python bench/stream.py --repeat 50 --chunks 60,1000,5000
 
 For each answer length it times, in one run and in turn (so every client sees the same load):
-ours streamed (``ChatClient.stream``), ours whole (``ChatClient.complete``, whose first text is
+ours streamed (``ChatClient.stream``), a whole ``agent.stream`` run on the in-process store, ours whole (``ChatClient.complete``, whose first text is
 its last), raw ``requests`` with our SSE parser alone (read1, EventParser, json.loads: the
 floor any requests-based client pays), and the official ``openai`` client streaming if it is
 installed. The server (bench/model_server.py) runs in its own process and answers at once, so
@@ -48,6 +48,29 @@ def ours_streamed(base_url: str) -> Callable[[int], Timing]:
                 if first is None and isinstance(delta, TextDelta):
                     first = time.perf_counter()
         assert stream.completion.finish_reason == "stop"
+        return first - start, time.perf_counter() - start  # type: ignore[operator]
+
+    return once
+
+
+def agent_streamed(base_url: str) -> Callable[[int], Timing]:
+    """The whole of agent.stream: the run loop, the in-process store, then the same wire."""
+    from omnisync import OmniCoreAgent
+    from omnisync.run_events import TextDelta as AgentText
+
+    agents: dict[int, OmniCoreAgent] = {}
+
+    def once(chunks: int) -> Timing:
+        if chunks not in agents:
+            model = {"model": "bench-instant", "base_url": base_url, "max_tokens": chunks}
+            agents[chunks] = OmniCoreAgent(name="bench", system_instruction="Answer.", model_config=model)
+        start = time.perf_counter()
+        first = None
+        with agents[chunks].stream(MESSAGES[0]["content"]) as stream:
+            for event in stream:
+                if first is None and isinstance(event, AgentText):
+                    first = time.perf_counter()
+        assert stream.result["status"] == "completed"
         return first - start, time.perf_counter() - start  # type: ignore[operator]
 
     return once
@@ -151,6 +174,7 @@ def main() -> None:
     try:
         clients = {
             "ours, streamed": ours_streamed(base_url),
+            "ours, agent.stream (in-process store)": agent_streamed(base_url),
             "ours, whole (complete)": ours_whole(base_url),
             "raw requests + parser": raw_requests(base_url),
         }

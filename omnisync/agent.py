@@ -15,10 +15,11 @@ from .model.config import ModelConfig
 from .prompt import PromptBuilder
 from .results import HistoryMessage, Preview, RunRecordDict, RunResult
 from .router import MemoryRouter
-from .run_events import run_to_end
+from .run_events import RunSteps, run_to_end
 from .run_record import RUN_STATUSES
 from .runner import ON_BUSY, Runner, new_session_id, result_of
 from .storable import check_user_message
+from .streaming import AgentStream, streams
 from .stores.base import MemoryStore
 from .summaries import Summarizer
 from .tokens import TokenCounter, default_counter
@@ -89,16 +90,43 @@ class OmniCoreAgent:
         (``on_busy="wait"``) or at once (``"raise"``) raises SessionBusyError, as it does
         while a paused run holds the session.
         """
+        steps = self._start(message, session_id, on_busy)
+        result = run_to_end(steps, self._client.complete)
+        self._after_run(result)
+        return cast(RunResult, result)
+
+    @streams
+    def stream(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> AgentStream:
+        """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
+
+        Yields ``TextDelta`` as the reply is written, ``ToolCall`` once a call's arguments are
+        complete, ``ToolResult``, then ``RunPaused`` or ``RunFinished`` carrying exactly what
+        ``run()`` returns (also ``stream.result`` afterwards), or ``RunFailed`` before the error
+        is raised. Stopping early keeps the text so far, marked partial, and cancels the run.
+        The arguments are checked now; the run starts when iteration does.
+        """
+        message, session_id, on_busy = self._checked_run_arguments(message, session_id, on_busy)
+        return AgentStream(lambda: self._start(message, session_id, on_busy), self._client, self._after_run)
+
+    @streams
+    def resume_stream(self, run_id: str) -> AgentStream:
+        """``resume()``, streamed, with the events of :meth:`stream`."""
+        run_id = _check_run_id(run_id)
+        return AgentStream(lambda: self._runner.resume(run_id), self._client, self._after_run)
+
+    def _checked_run_arguments(self, message: str, session_id: str | None, on_busy: str) -> tuple[str, str, str]:
         if not isinstance(message, str):
             raise ConfigurationError(f"message must be a string, not {type(message).__name__}")
         check_user_message(message)
         if on_busy not in ON_BUSY:
             raise ConfigurationError(f"on_busy must be one of {', '.join(map(repr, ON_BUSY))}, not {on_busy!r}")
         session_id = new_session_id() if session_id is None else _check_session_id(session_id)
+        return message, session_id, on_busy
+
+    def _start(self, message: str, session_id: str | None, on_busy: str) -> RunSteps:
+        message, session_id, on_busy = self._checked_run_arguments(message, session_id, on_busy)
         self._summarizer.wait(session_id)
-        result = run_to_end(self._runner.start(message, session_id, on_busy), self._client.complete)
-        self._after_run(result)
-        return cast(RunResult, result)
+        return self._runner.start(message, session_id, on_busy)
 
     def resume(self, run_id: str) -> RunResult:
         """Continue a paused run (or one whose process died), from any process that reaches the store."""
@@ -175,7 +203,13 @@ class OmniCoreAgent:
         messages = self._store().history(self.name, session_id, include_inactive=include_inactive)
         if not include_inactive:
             return [cast(HistoryMessage, m.to_chat()) for m in messages]
-        return [cast(HistoryMessage, {**m.to_chat(), "status": m.status, "seq": m.seq, "summary": m.is_summary}) for m in messages]
+        return [
+            cast(
+                HistoryMessage,
+                {**m.to_chat(), "status": m.status, "seq": m.seq, "summary": m.is_summary, "partial": bool(m.metadata.get("partial"))},
+            )
+            for m in messages
+        ]
 
     def clear_session_history(self, session_id: str | None = None) -> int:
         """Forget one session, or with no id every session of this agent; return how many messages went."""

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 from ._aio_pool import call as _in_thread
 from ._aio_pool import set_thread_count, thread_count
 from .agent import OmniCoreAgent as _BlockingAgent
+from .aio_stream import AsyncAgentStream
 from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
 from .results import ApprovalRequest, BudgetRequest, ChatMessage, HistoryMessage, Preview, PreviewWindow, RunRecordDict, RunResult, Usage
 from .router import MemoryRouter as _BlockingRouter
@@ -89,6 +90,18 @@ def _coroutine_method(name: str, function: Callable[..., Any]) -> Callable[..., 
     return method
 
 
+def _stream_method(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """A method returning a blocking AgentStream becomes one returning its async iterator."""
+
+    @functools.wraps(function)
+    def method(self: _AsyncTwin, *args: Any, **kwargs: Any) -> AsyncAgentStream:
+        call = getattr(self._blocking, name)
+        return AsyncAgentStream(call(*(_unwrap(a) for a in args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+
+    method.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
+    return method
+
+
 def _forwarding_property(name: str, blocking: property) -> property:
     def get(self: _AsyncTwin) -> Any:
         return _twin_of(getattr(self._blocking, name))
@@ -116,7 +129,7 @@ class _AsyncTwin:
             if name.startswith("_"):
                 continue
             if inspect.isfunction(member):
-                twin: Any = _coroutine_method(name, member)
+                twin: Any = _stream_method(name, member) if getattr(member, "__omnisync_streams__", False) else _coroutine_method(name, member)
                 twin.__module__, twin.__qualname__ = cls.__module__, f"{cls.__qualname__}.{name}"
             elif isinstance(member, property):
                 twin = _forwarding_property(name, member)

@@ -3,6 +3,7 @@
 from omnisync._aio_pool import set_thread_count as set_thread_count, thread_count as thread_count
 from omnisync.agent import OmniCoreAgent as _BlockingOmniCoreAgent
 from omnisync.agent_config import AgentConfig
+from omnisync.aio_stream import AsyncAgentStream
 from omnisync.errors import ConfigurationError as ConfigurationError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
 from omnisync.model.config import ModelConfig
 from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, Usage as Usage
@@ -75,6 +76,8 @@ class OmniCoreAgent:
         """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""
     async def resume(self, run_id: str) -> RunResult:
         """Continue a paused run (or one whose process died), from any process that reaches the store."""
+    def resume_stream(self, run_id: str) -> AsyncAgentStream:
+        """``resume()``, streamed, with the events of :meth:`stream`."""
     async def run(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
@@ -83,6 +86,14 @@ class OmniCoreAgent:
         session at a time: while another runs, this one waits up to ``session_wait_seconds``
         (``on_busy="wait"``) or at once (``"raise"``) raises SessionBusyError, as it does
         while a paused run holds the session."""
+    def stream(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> AsyncAgentStream:
+        """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
+
+        Yields ``TextDelta`` as the reply is written, ``ToolCall`` once a call's arguments are
+        complete, ``ToolResult``, then ``RunPaused`` or ``RunFinished`` carrying exactly what
+        ``run()`` returns (also ``stream.result`` afterwards), or ``RunFailed`` before the error
+        is raised. Stopping early keeps the text so far, marked partial, and cancels the run.
+        The arguments are checked now; the run starts when iteration does."""
     async def switch_memory_store(self, kind: str, url: str | None = None) -> None:
         """Use another backend from now on. Nothing is copied: the new store starts with what it holds."""
     async def __aenter__(self) -> OmniCoreAgent: ...

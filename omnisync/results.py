@@ -89,11 +89,15 @@ class ChatMessage(_ChatMessageKeys, total=False):
 
 
 class HistoryMessage(ChatMessage, total=False):
-    """A message of ``get_session_history``; ``status``, ``seq`` and ``summary`` only with ``include_inactive=True``."""
+    """A message of ``get_session_history``; ``status``, ``seq``, ``summary`` and ``partial`` only with ``include_inactive=True``.
+
+    ``partial`` is True for a streamed reply the caller stopped midway (its text so far).
+    """
 
     status: Literal["active", "inactive"]
     seq: int
     summary: bool
+    partial: bool
 
 
 class PreviewWindow(TypedDict):
@@ -133,6 +137,7 @@ class RunRecordDict(TypedDict):
     first_written_seq: int | None
     response: str | None
     error: str | None
+    partial_response: str | None
     finish_reason: str | None
     lease_owner: str | None
     lease_until: str | None

@@ -36,6 +36,14 @@ class ModelCallFinished:
 
 
 @dataclass(frozen=True)
+class TextDelta:
+    """A piece of a reply's text as it streams in (streaming drivers only)."""
+
+    run_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Text:
     """The text of a model reply, once it is stored."""
 
@@ -77,8 +85,27 @@ class RunFinished:
     result: dict[str, Any]
 
 
-RunEvent = Union[ModelCallStarted, ModelCallFinished, Text, ToolCall, ToolResult, RunPaused, RunFinished]
-RunSteps = Generator[RunEvent, Union[Completion, None], dict[str, Any]]
+@dataclass(frozen=True)
+class RunFailed:
+    """The run ended with ``error``, a typed omnisync error (its record says ``failed``); a streaming driver yields this, then raises ``error``."""
+
+    run_id: str | None
+    error: BaseException
+
+
+@dataclass(frozen=True)
+class StoppedReply:
+    """Sent to the loop in place of a Completion when the caller stopped a streamed reply midway.
+
+    ``completion`` holds the text received so far (never a tool call): the loop keeps that
+    text as the reply, marked partial, and ends the run cancelled.
+    """
+
+    completion: Completion
+
+
+RunEvent = Union[ModelCallStarted, ModelCallFinished, TextDelta, Text, ToolCall, ToolResult, RunPaused, RunFinished, RunFailed]
+RunSteps = Generator[RunEvent, Union[Completion, StoppedReply, None], dict[str, Any]]
 ModelCall = Callable[[Sequence[dict[str, Any]], Union[Sequence[dict[str, Any]], None]], Completion]
 
 
@@ -90,7 +117,7 @@ def events(steps: RunSteps, call_model: ModelCall) -> Iterator[RunEvent]:
     cancelled.
     """
     try:
-        reply: Completion | None = None
+        reply: Completion | StoppedReply | None = None
         while True:
             try:
                 event = steps.send(reply)

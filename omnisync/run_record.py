@@ -50,6 +50,7 @@ class RunRecord:
     first_written_seq: int | None = None
     response: str | None = None
     error: str | None = None
+    partial_response: str | None = None  # the text a broken stream delivered before it broke
     finish_reason: str | None = None
     lease_owner: str | None = None
     lease_until: datetime | None = None

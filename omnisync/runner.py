@@ -39,6 +39,7 @@ from .run_events import (
     RunFinished,
     RunPaused,
     RunSteps,
+    StoppedReply,
     Text,
     ToolCall,
     ToolResult,
@@ -258,6 +259,9 @@ class Runner:
             self._end_early(store, context, CANCELLED, "cancelled: the caller stopped the run before it ended")
             raise
         except Exception as exc:
+            partial = getattr(exc, "partial", None)  # a stream that broke: keep what it delivered, for inspection
+            if isinstance(partial, Completion) and partial.content:
+                context.record = context.record.evolve(partial_response=storable_reply(partial.message())["content"])
             self._end_early(store, context, FAILED, f"{type(exc).__name__}: {exc}")
             raise
         except BaseException as exc:  # KeyboardInterrupt, SystemExit
@@ -281,6 +285,8 @@ class Runner:
             step = context.record.step + 1
             prompt = self.prompt.build(context.history, context.current)
             completion = yield ModelCallStarted(context.record.run_id, step, prompt.messages, self.tools.schemas() or None)
+            if isinstance(completion, StoppedReply):
+                return (yield from self._stop_with_partial_reply(store, context, completion.completion))
             if not isinstance(completion, Completion):
                 raise TypeError(f"the run loop needs the Completion of its model call, not {completion!r}")
             self._count_usage(context, completion)
@@ -371,11 +377,12 @@ class Runner:
 
     # --- saving ----------------------------------------------------------------------------
 
-    def _add(self, context: RunContext, chat: dict[str, Any], name: str | None = None) -> None:
+    def _add(self, context: RunContext, chat: dict[str, Any], name: str | None = None, metadata: dict[str, Any] | None = None) -> None:
         """A new message of this run, counted once, to be written with the next write."""
         priced = self.prompt.price(chat)
         context.current.append(priced)
-        context.unwritten.append(self._message(priced, context.record.run_id, name))
+        message = self._message(priced, context.record.run_id, name)
+        context.unwritten.append(replace(message, metadata={**message.metadata, **metadata}) if metadata else message)
 
     def _message(self, priced: Priced, run_id: str, name: str | None = None) -> Message:
         message = from_chat(priced.chat, run_id=run_id, tokens=priced.tokens)
@@ -417,6 +424,27 @@ class Runner:
         for key, value in completion.usage.items():
             usage[key] = usage.get(key, 0) + value
         context.record = context.record.evolve(usage=usage, step=context.record.step + 1, finish_reason=completion.finish_reason)
+
+    def _stop_with_partial_reply(self, store: MemoryStore, context: RunContext, partial: Completion) -> RunSteps:
+        """The caller stopped a streamed reply: its text so far is the reply, marked partial; the run is cancelled."""
+        self._count_usage(context, partial)
+        text = storable_reply(Completion(content=partial.content).message())["content"] or None
+        if text:
+            if not self._lease_is_fresh(context):
+                self._save(store, context, context.record)
+            self._add(context, {"role": "assistant", "content": text}, metadata={"partial": True})
+            self._write(store, context)
+        context.record = run_state.finish(
+            store,
+            context.record,
+            CANCELLED,
+            retention_days=self.config.run_retention_days,
+            response=text,
+            error="cancelled: the caller stopped the streamed reply; the text received so far is kept, marked partial",
+        )
+        result = result_of(context.record)
+        yield RunFinished(result)
+        return result
 
     def _pause(self, store: MemoryStore, context: RunContext, status: str, **changes: Any) -> RunSteps:
         context.record = run_state.pause(store, context.record, status, **changes)

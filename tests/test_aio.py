@@ -85,7 +85,10 @@ def test_every_public_method_is_a_coroutine_with_the_same_parameters(blocking, t
     for name, method in methods.items():
         assert hasattr(twin, name), f"omnisync.aio.{twin.__name__} has no {name}"
         async_method = inspect.getattr_static(twin, name)
-        assert inspect.iscoroutinefunction(async_method), f"{twin.__name__}.{name} is not a coroutine function"
+        if getattr(method, "__omnisync_streams__", False):  # stream() and resume_stream() give an async iterator
+            assert not inspect.iscoroutinefunction(async_method), f"{twin.__name__}.{name} must return its stream at once"
+        else:
+            assert inspect.iscoroutinefunction(async_method), f"{twin.__name__}.{name} is not a coroutine function"
         assert parameters(async_method) == parameters(method), f"{twin.__name__}.{name} takes other parameters"
 
 

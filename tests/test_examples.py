@@ -71,3 +71,19 @@ def test_the_first_command_without_a_key_says_what_to_set_and_creates_nothing(tm
     assert done.returncode == 1
     assert "OPENAI_API_KEY" in done.stderr and "OPENAI_BASE_URL" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_streamed_example_prints_the_answer_as_recorded_from_a_real_server_and_the_aio_one_matches():
+    import json
+
+    import yaml
+
+    output = run_example("stream.py", "recorded/stream.yaml")
+    first = yaml.safe_load((ROOT / "cassettes" / "recorded" / "stream.yaml").read_text())["interactions"][0]
+    events = [line[len("data: "):] for line in first["response"]["body"]["string"].splitlines() if line.startswith("data: {")]
+    pieces = [choice["delta"].get("content") or "" for e in events for choice in json.loads(e)["choices"]]
+    assert len([p for p in pieces if p]) > 5  # the server sent the answer in many pieces
+    assert output.startswith("".join(pieces) + "\n[completed]\n")
+    roles = [line.split(" | ")[0] for line in output.splitlines() if " | " in line]
+    assert roles[-4:] == ["user", "assistant", "user", "assistant"]
+    assert run_example("aio_stream.py", "recorded/stream.yaml") == output

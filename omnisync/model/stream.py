@@ -172,6 +172,10 @@ class CompletionStream:
     def close(self) -> None:
         self.response.close()
 
+    def partial(self) -> Completion:
+        """What has arrived so far: the text, never a tool call."""
+        return self._assembler.partial()
+
     def __iter__(self) -> Iterator[Delta]:
         if self._started:
             raise RuntimeError("a CompletionStream can be iterated only once")

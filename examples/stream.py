@@ -1,0 +1,32 @@
+"""The reference page's first example, streamed: the answer is printed as it is written."""
+
+import os
+from omnisync import OmniCoreAgent
+from omnisync.run_events import RunFinished, TextDelta
+
+
+# Any OpenAI-compatible server: OPENAI_BASE_URL, and OMNISYNC_MODEL / OMNISYNC_MAX_TOKENS (see the README).
+MODEL = os.environ.get("OMNISYNC_MODEL", "gpt-5.4-mini")
+MAX_TOKENS = int(os.environ["OMNISYNC_MAX_TOKENS"]) if os.environ.get("OMNISYNC_MAX_TOKENS") else None
+
+
+def main() -> None:
+    agent = OmniCoreAgent(
+        name="assistant",
+        system_instruction="You are a helpful assistant. Answer in plain text, briefly.",
+        model_config={"provider": "openai", "model": MODEL, "max_tokens": MAX_TOKENS},
+    )
+    for question in ["My project is called Atlas.", "What is my project called?"]:
+        with agent.stream(question, session_id="user_123") as stream:
+            for event in stream:
+                if isinstance(event, TextDelta):
+                    print(event.text, end="", flush=True)
+                elif isinstance(event, RunFinished):
+                    print(f"\n[{event.result['status']}]")
+
+    for message in agent.get_session_history("user_123"):
+        print(message["role"], "|", message["content"][:60])
+    agent.cleanup()
+
+
+main()

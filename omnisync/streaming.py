@@ -1,0 +1,189 @@
+"""The streaming driver of the run loop: ``agent.stream(...)``, events as they happen, no event loop.
+
+The run loop (:mod:`omnisync.run_events`) makes every decision; this driver only chooses to
+call the model with ``stream: true`` and pass each piece of text on as it arrives. So a
+stream that completes stores exactly what ``run()`` stores. When it does not complete:
+
+- the caller stops early (``break``, ``close()``, Ctrl-C, an async task cancelled): the HTTP
+  response is closed at once, the text received so far is kept as the reply (marked
+  ``{"partial": True}`` in its metadata), no unfinished tool call is stored, and the run ends
+  ``cancelled``;
+- the stream breaks (connection dropped, an error in the stream): as for a failed ``run()``,
+  the session is left as it was before the run; the run ends ``failed`` with the text so far
+  in its record's ``partial_response``, and the typed error is raised after a
+  :class:`RunFailed` event.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from .errors import OmnisyncError
+from .model.client import Completion
+from .run_events import (
+    ModelCallFinished,
+    ModelCallStarted,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunPaused,
+    RunSteps,
+    StoppedReply,
+    Text,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
+
+if TYPE_CHECKING:
+    from .model.client import ChatClient
+    from .model.stream import CompletionStream
+
+StreamEvent = TextDelta | ToolCall | ToolResult | RunPaused | RunFinished | RunFailed
+"""What ``agent.stream`` yields: text as it arrives, tool calls once complete, their results, then how the run ended."""
+
+_INTERNAL = (ModelCallStarted, ModelCallFinished, Text)
+
+
+def streams(method: Callable[..., AgentStream]) -> Callable[..., AgentStream]:
+    """Marks a method that returns an AgentStream, so omnisync.aio makes it an async iterator, not a coroutine."""
+    method.__omnisync_streams__ = True  # type: ignore[attr-defined]
+    return method
+
+
+class AgentStream:
+    """The events of one run as they happen: iterate it once, or use it as a context manager.
+
+    ``result`` is what ``run()`` would have returned, once the run paused or ended;
+    ``close()`` (from any thread) stops the run where it stands.
+    """
+
+    def __init__(self, open_steps: Callable[[], RunSteps], client: ChatClient, after_run: Callable[[dict[str, Any]], None]) -> None:
+        self._open_steps = open_steps
+        self._client = client
+        self._after_run = after_run
+        self._events: Iterator[StreamEvent] | None = None
+        self._reply: CompletionStream | None = None
+        self._stopping = threading.Event()
+        self._result: dict[str, Any] | None = None
+
+    @property
+    def result(self) -> dict[str, Any]:
+        if self._result is None:
+            raise RuntimeError("the run has not paused or ended yet: iterate the stream to its end first")
+        return self._result
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        if self._events is None:
+            self._events = self._drive()
+        return self._events
+
+    def __next__(self) -> StreamEvent:
+        return next(iter(self))
+
+    def __enter__(self) -> AgentStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the run: the reply streaming now is cut off (its text kept, marked partial) and the run is cancelled."""
+        self.interrupt()
+        events = self._events
+        if events is not None:
+            try:
+                events.close()  # type: ignore[attr-defined]
+            except ValueError:  # the generator is running in another thread: it sees _stopping and ends there
+                pass
+
+    def interrupt(self) -> None:
+        """Ask the run to stop and cut off the reply streaming now; cheap and safe from any thread.
+
+        The thread iterating the stream then ends the run (cancelled) and the iteration.
+        """
+        self._stopping.set()
+        reply = self._reply
+        if reply is not None:
+            reply.close()  # unblocks a read in another thread at once
+
+    def _drive(self) -> Iterator[StreamEvent]:
+        steps = self._open_steps()
+        sent: Completion | StoppedReply | None = None
+        run_id: str | None = None
+        try:
+            while True:
+                try:
+                    event: RunEvent = steps.send(sent)
+                except StopIteration:
+                    return
+                except OmnisyncError as error:
+                    yield RunFailed(run_id, error)
+                    raise
+                sent = None
+                if isinstance(event, ModelCallStarted):
+                    run_id = event.run_id
+                    try:
+                        sent = yield from self._stream_reply(event)
+                    except Exception as broke:
+                        try:
+                            steps.throw(broke)  # the loop records the failure as for run(), and raises it again
+                        except OmnisyncError as error:
+                            yield RunFailed(run_id, error)
+                            raise
+                        raise
+                    continue
+                if isinstance(event, (RunPaused, RunFinished)):
+                    self._result = event.result
+                    self._after_run(event.result)
+                if not isinstance(event, _INTERNAL):
+                    yield event  # type: ignore[misc]
+        finally:
+            self._end(steps)
+
+    def _stream_reply(self, call: ModelCallStarted) -> Iterator[StreamEvent]:
+        """Stream one model call, yielding its text; returns the Completion (or StoppedReply) for the loop.
+
+        If the caller leaves while a piece of text is out, ``_reply`` stays set for :meth:`_end`.
+        """
+        if self._stopping.is_set():
+            return StoppedReply(Completion(content=None))
+        from .model.stream import TextDelta as WireText
+
+        reply = self._client.stream(call.messages, call.tools)
+        self._reply = reply
+        outcome: Completion | StoppedReply
+        try:
+            for delta in reply:
+                if isinstance(delta, WireText) and delta.text:
+                    yield TextDelta(call.run_id, delta.text)
+                if self._stopping.is_set():
+                    outcome = StoppedReply(reply.partial())
+                    break
+            else:
+                outcome = reply.completion
+        except OmnisyncError:
+            if not self._stopping.is_set():
+                reply.close()
+                self._reply = None
+                raise
+            outcome = StoppedReply(reply.partial())  # the read failed because close() cut the connection
+        reply.close()
+        self._reply = None
+        return outcome
+
+    def _end(self, steps: RunSteps) -> None:
+        """The caller left mid-reply: hand the loop what arrived so far, so it keeps that text and cancels."""
+        reply = self._reply
+        if reply is not None and self._result is None:
+            reply.close()
+            try:
+                ended = steps.send(StoppedReply(reply.partial()))
+                if isinstance(ended, RunFinished):
+                    self._result = ended.result
+                    self._after_run(ended.result)
+            except StopIteration:
+                pass
+        steps.close()
