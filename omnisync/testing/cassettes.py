@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 from collections.abc import Iterable, Iterator
@@ -129,14 +130,14 @@ def _vcr_logs_quiet() -> Iterator[None]:
 
 def _vcrpy() -> tuple[Any, type[Exception]]:
     """vcrpy, imported only when a cassette is used, so the pytest plugin loads without it."""
-    try:
-        import vcr
-        from vcr.errors import CannotOverwriteExistingCassetteException
+    try:  # vcrpy ships no type information, so it is imported as a plain (untyped) module
+        vcr = importlib.import_module("vcr")
+        cannot_overwrite: type[Exception] = importlib.import_module("vcr.errors").CannotOverwriteExistingCassetteException
     except ImportError as exc:
         raise MissingDependencyError(
             "omnisync cassettes need the optional dependency 'vcrpy'. Install it with: pip install 'omnisync[cassettes]'"
         ) from exc
-    return vcr, CannotOverwriteExistingCassetteException
+    return vcr, cannot_overwrite
 
 
 def _explain(path: Path, exc: Any) -> str:
