@@ -17,7 +17,7 @@ __all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationErro
 
 class MemoryRouter:
     """``omnisync.MemoryRouter`` with coroutine methods (``await router.close()``)."""
-    def __init__(self, kind: str = ..., *, url: str | None = ..., store: MemoryStore | None = ..., **options: Any) -> None: ...
+    def __init__(self, kind: str = "in_memory", *, url: str | None = None, store: MemoryStore | None = None, **options: Any) -> None: ...
     @property
     def blocking(self) -> _BlockingMemoryRouter: ...
     async def close(self) -> None:
@@ -45,40 +45,40 @@ class OmniCoreAgent:
     system_instruction: str
     token_counter: TokenCounter
     tools: ToolRegistry
-    def __init__(self, name: str, system_instruction: str, model_config: dict[str, Any] | ModelConfig, memory_router: MemoryRouter | _BlockingMemoryRouter | None = ..., agent_config: dict[str, Any] | None = ..., local_tools: ToolRegistry | None = ..., token_counter: TokenCounter | None = ...) -> None: ...
+    def __init__(self, name: str, system_instruction: str, model_config: dict[str, Any] | ModelConfig, memory_router: MemoryRouter | _BlockingMemoryRouter | None = None, agent_config: dict[str, Any] | None = None, local_tools: ToolRegistry | None = None, token_counter: TokenCounter | None = None) -> None: ...
     @property
     def blocking(self) -> _BlockingOmniCoreAgent: ...
-    async def cancel_run(self, run_id: str, reason: str | None = ...) -> RunResult:
+    async def cancel_run(self, run_id: str, reason: str | None = None) -> RunResult:
         """End a paused run, or one whose process died, as cancelled; it frees its session.
 
         Its tool calls that have no result yet are answered as not run, so the session stays
         valid for the model."""
     async def cleanup(self) -> None:
         """Wait for pending summaries and release what this agent owns (not a router you passed in)."""
-    async def clear_session_history(self, session_id: str | None = ...) -> int:
+    async def clear_session_history(self, session_id: str | None = None) -> int:
         """Forget one session, or with no id every session of this agent; return how many messages went."""
     async def get_memory_store_type(self) -> str: ...
     async def get_run(self, run_id: str) -> RunRecordDict:
         """The run's record as a dict."""
-    async def get_session_history(self, session_id: str, include_inactive: bool = ...) -> list[HistoryMessage]:
+    async def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[HistoryMessage]:
         """The session's active messages, oldest first (with ``include_inactive``, every stored one)."""
-    async def grant_budget(self, run_id: str, extra_tool_calls: int = ..., extra_tokens: int = ..., extra_steps: int = ...) -> RunResult:
+    async def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult:
         """Raise the limits of a run that awaits budget by these amounts; then call ``resume``."""
-    async def list_runs(self, status: str | None = ..., session_id: str | None = ...) -> list[RunRecordDict]:
+    async def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[RunRecordDict]:
         """This agent's run records, oldest first."""
     @property
     def memory_router(self) -> MemoryRouter: ...
-    async def preview(self, session_id: str, message: str | None = ...) -> Preview:
+    async def preview(self, session_id: str, message: str | None = None) -> Preview:
         """What the next model call of ``session_id`` would be given, without calling the model."""
     async def prune_runs(self) -> int:
         """Delete this agent's finished run records older than ``run_retention_days``; return how many."""
-    async def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = ...) -> RunResult:
+    async def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult:
         """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""
     async def resume(self, run_id: str) -> RunResult:
         """Continue a paused run (or one whose process died), from any process that reaches the store."""
     def resume_stream(self, run_id: str) -> AsyncAgentStream:
         """``resume()``, streamed, with the events of :meth:`stream`."""
-    async def run(self, message: str, session_id: str | None = ..., on_busy: str = ...) -> RunResult:
+    async def run(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         Returns ``response``, ``session_id``, ``run_id``, ``status`` and ``usage``; a run that
@@ -86,7 +86,7 @@ class OmniCoreAgent:
         session at a time: while another runs, this one waits up to ``session_wait_seconds``
         (``on_busy="wait"``) or at once (``"raise"``) raises SessionBusyError, as it does
         while a paused run holds the session."""
-    def stream(self, message: str, session_id: str | None = ..., on_busy: str = ...) -> AsyncAgentStream:
+    def stream(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> AsyncAgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
         Yields ``TextDelta`` as the reply is written, ``ToolCall`` once a call's arguments are
@@ -94,7 +94,7 @@ class OmniCoreAgent:
         ``run()`` returns (also ``stream.result`` afterwards), or ``RunFailed`` before the error
         is raised. Stopping early keeps the text so far, marked partial, and cancels the run.
         The arguments are checked now; the run starts when iteration does."""
-    async def switch_memory_store(self, kind: str, url: str | None = ...) -> None:
+    async def switch_memory_store(self, kind: str, url: str | None = None) -> None:
         """Use another backend from now on. Nothing is copied: the new store starts with what it holds."""
     async def __aenter__(self) -> OmniCoreAgent: ...
     async def __aexit__(self, *exc_info: object) -> None: ...

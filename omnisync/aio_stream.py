@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 from ._aio_pool import call as in_thread
 from .streaming import AgentStream, StreamEvent
@@ -47,7 +47,7 @@ class AsyncAgentStream:
             raise
         if event is _END:
             raise StopAsyncIteration
-        return event  # type: ignore[return-value]
+        return cast(StreamEvent, event)
 
     async def aclose(self) -> None:
         """Stop the run where it stands (its text so far kept, marked partial)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -93,7 +93,7 @@ class Message:
         return cls.from_record(json.loads(text))
 
 
-_FIELDS = tuple(Message.__dataclass_fields__)  # type: ignore[attr-defined]
+_FIELDS = tuple(member.name for member in fields(Message))
 
 
 def from_chat(chat: dict[str, Any], **extra: Any) -> Message:

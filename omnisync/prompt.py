@@ -34,7 +34,7 @@ class PromptBuilder:
         self.memory = memory
         self.context = context
         self.counter = counter
-        self.system = price(counter, {"role": "system", "content": system_instruction})
+        self.system: Priced = price(counter, {"role": "system", "content": system_instruction})
 
     def price(self, chat: dict[str, Any]) -> Priced:
         """A new message with its token count."""

@@ -146,4 +146,3 @@ class RunRecordDict(TypedDict):
     finished_at: str | None
     expires_at: str | None
     version: int
-    version: int

@@ -30,7 +30,7 @@ def missing_url_message(kind: str) -> str:
 def check_kind(kind: object) -> str:
     if kind not in STORE_KINDS:
         raise ConfigurationError(f"Invalid memory store type: {kind}. Use one of: {', '.join(STORE_KINDS)}")
-    return kind  # type: ignore[return-value]
+    return str(kind)
 
 
 def resolve_url(kind: str, url: str | None = None) -> str | None:

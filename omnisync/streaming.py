@@ -17,7 +17,7 @@ stream that completes stores exactly what ``run()`` stores. When it does not com
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import OmnisyncError
@@ -139,11 +139,11 @@ class AgentStream:
                     self._result = event.result
                     self._after_run(event.result)
                 if not isinstance(event, _INTERNAL):
-                    yield event  # type: ignore[misc]
+                    yield event
         finally:
             self._end(steps)
 
-    def _stream_reply(self, call: ModelCallStarted) -> Iterator[StreamEvent]:
+    def _stream_reply(self, call: ModelCallStarted) -> Generator[StreamEvent, None, Completion | StoppedReply]:
         """Stream one model call, yielding its text; returns the Completion (or StoppedReply) for the loop.
 
         If the caller leaves while a piece of text is out, ``_reply`` stays set for :meth:`_end`.

@@ -102,13 +102,19 @@ def _parameters(stub: _Stub, function: Any, owner: Any) -> str:
         if parameter.annotation is not parameter.empty and index > 0:
             text += ": " + stub.annotation(parameter.annotation, owner, accepted=True)
         if parameter.default is not parameter.empty:
-            text += " = ..."
+            text += " = " + _default(parameter.default)
         parts.append(text)
         if parameter.kind is parameter.POSITIONAL_ONLY and (
             index + 1 == len(parameters) or parameters[index + 1].kind is not parameter.POSITIONAL_ONLY
         ):
             parts.append("/")
     return ", ".join(parts)
+
+
+def _default(value: Any) -> str:
+    """A simple default as written in the source, so editors show it; others as ``...``."""
+    simple = value is None or isinstance(value, (bool, int, float, str)) and len(repr(value)) <= 40
+    return repr(value).replace("'", '"') if simple else "..."
 
 
 def _returns(stub: _Stub, function: Any, owner: Any) -> str:

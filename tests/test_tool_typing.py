@@ -1,6 +1,8 @@
-"""``@register_tool()`` hands back the function with its own type, as mypy --strict sees it."""
+"""What a user's mypy --strict sees: ``@register_tool()`` keeps the function's type, and omnisync.aio's
+coroutine methods return the typed results."""
 
 import os
+import re
 import textwrap
 
 import pytest
@@ -22,7 +24,35 @@ SNIPPET = textwrap.dedent(
 )
 
 
-def test_register_tool_keeps_the_functions_type(tmp_path):
+AIO_SNIPPET = textwrap.dedent(
+    """
+    import asyncio
+
+    from omnisync import aio
+
+
+    async def main() -> None:
+        async with aio.MemoryRouter("in_memory") as router:
+            agent = aio.OmniCoreAgent("a", "Be brief.", {"model": "m"}, memory_router=router)
+            result = await agent.run("hi", session_id="s")
+            reveal_type(agent.run)
+            reveal_type(result["response"])
+            reveal_type(result["status"])
+            reveal_type(agent.memory_router)
+            reveal_type((await agent.preview("s"))["total_tokens"])
+            history = await agent.get_session_history("s")
+            reveal_type(history[0]["role"])
+            result["steps"] + "one"
+            await agent.run(42)
+
+
+    asyncio.run(main())
+    """
+)
+
+
+def mypy_strict(tmp_path, name, snippet):
+    """mypy --strict's messages on ``snippet``, each without its file and line, and its exit status."""
     try:
         from mypy import api
     except ImportError:
@@ -30,13 +60,46 @@ def test_register_tool_keeps_the_functions_type(tmp_path):
         if os.environ.get("CI"):
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
-    source = tmp_path / "uses_a_tool.py"
-    source.write_text(SNIPPET)
+    source = tmp_path / f"{name}.py"
+    source.write_text(snippet)
     stdout, stderr, status = api.run(["--strict", "--config-file", "", "--cache-dir", str(tmp_path / "cache"), str(source)])
-    lines = [line.split(": ", 1)[1].replace("builtins.", "") for line in stdout.splitlines() if line.startswith(str(source))]
+    assert not stderr
+    lines = [pep604(line.split(": ", 1)[1].replace("builtins.", "")) for line in stdout.splitlines() if line.startswith(str(source))]
+    return lines, status, stdout
+
+
+def pep604(text):
+    """Older mypy writes ``Union[a, b]`` where newer writes ``a | b``: compare in the newer form."""
+    item = r"[^\[\],]+(?:\[[^\[\]]*\])?"
+    return re.sub(rf"Union\[({item}(?:, {item})*)\]", lambda m: m.group(1).replace(", ", " | "), text)
+
+
+def test_register_tool_keeps_the_functions_type(tmp_path):
+    lines, status, stdout = mypy_strict(tmp_path, "uses_a_tool", SNIPPET)
     assert 'note: Revealed type is "def (x: int, y: int =, *, label: str =) -> int"' in lines, stdout
     assert [line for line in lines if line.startswith("error:")] == [
         'error: Argument 1 to "add" has incompatible type "str"; expected "int"  [arg-type]',
         'error: Argument 2 to "add" has incompatible type "str"; expected "int"  [arg-type]',
     ], stdout
-    assert status == 1 and not stderr
+    assert status == 1
+
+
+def test_aio_methods_are_coroutines_that_return_typed_results(tmp_path):
+    lines, status, stdout = mypy_strict(tmp_path, "uses_aio", AIO_SNIPPET)
+    notes = [line for line in lines if line.startswith("note: Revealed type")]
+    run, others = notes[0], notes[1:]
+    assert run.startswith('note: Revealed type is "def (message: str, session_id: str | None =, on_busy: str =) -> '), stdout
+    assert "Coroutine[Any, Any, TypedDict(omnisync.results.RunResult, {'response': str | None" in run, stdout
+    assert others == [
+        'note: Revealed type is "str | None"',
+        "note: Revealed type is \"Literal['running'] | Literal['awaiting_approval'] | Literal['awaiting_budget'] | "
+        "Literal['completed'] | Literal['failed'] | Literal['cancelled']\"",
+        'note: Revealed type is "omnisync.aio.MemoryRouter"',
+        'note: Revealed type is "int"',
+        "note: Revealed type is \"Literal['system'] | Literal['user'] | Literal['assistant'] | Literal['tool']\"",
+    ], stdout
+    assert [line for line in lines if line.startswith("error:")] == [
+        'error: Unsupported operand types for + ("int" and "str")  [operator]',
+        'error: Argument 1 to "run" of "OmniCoreAgent" has incompatible type "int"; expected "str"  [arg-type]',
+    ], stdout
+    assert status == 1

@@ -70,9 +70,11 @@ def _run(args: argparse.Namespace) -> int:
         check(args)
     timeout = getattr(args, "timeout", DEFAULT_TIMEOUT)
     if args.opens_own_store:  # import reads its file first; copy opens two stores
-        return args.handler(args, timeout)
+        status: int = args.handler(args, timeout)
+        return status
     with open_existing(getattr(args, "store", None), getattr(args, "url", None), timeout) as router:
-        return args.handler(args, router)
+        status = args.handler(args, router)
+    return status
 
 
 def _one_line(exc: BaseException) -> str:
@@ -107,10 +109,10 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-agent_name = identifier("agent name")
-session_id = identifier("session id")
-run_id = identifier("run id")
-call_id = identifier("call id")
+agent_name: Callable[[str], str] = identifier("agent name")
+session_id: Callable[[str], str] = identifier("session id")
+run_id: Callable[[str], str] = identifier("run id")
+call_id: Callable[[str], str] = identifier("call id")
 
 
 # --- the parser -----------------------------------------------------------------------
@@ -142,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, handler: Callable, help: str, *, store: bool = True, opens_own_store: bool = False) -> argparse.ArgumentParser:
+    def command(name: str, handler: Callable[..., int], help: str, *, store: bool = True, opens_own_store: bool = False) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help, description=help, parents=[_connection_options(with_store=store)])
         sub.set_defaults(handler=handler, command_parser=sub, opens_own_store=opens_own_store)
         return sub

@@ -20,10 +20,10 @@ class Progress:
 
     def __init__(self, label: str, *, enabled: bool, unit: str = "records", out: TextIO | None = None) -> None:
         self.label = label
-        self.total = 0
+        self.total: int = 0
         self.enabled = enabled
         self.unit = unit
-        self.done = 0
+        self.done: int = 0
         self._out = out or sys.stderr
         self._drawn_at = 0.0
 

@@ -54,9 +54,9 @@ def wait_seconds(state: RetryCallState) -> float:
     error = state.outcome.exception() if state.outcome else None
     asked = getattr(error, "retry_after", None)
     if asked is not None and asked <= RETRY_AFTER_CAP:
-        return asked
+        return float(asked)
     backoff = min(BACKOFF_MAX, BACKOFF_INITIAL * 2 ** (state.attempt_number - 1))
-    return backoff * (0.75 + random.random() / 4)
+    return float(backoff * (0.75 + random.random() / 4))
 
 
 def retrying(max_retries: int, sleep: Callable[[float], None]) -> Retrying:

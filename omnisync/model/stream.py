@@ -67,7 +67,7 @@ class CompletionAssembler:
 
     def __init__(self) -> None:
         self.text: list[str] = []
-        self.saw_content = False
+        self.saw_content: bool = False
         self.tool_calls: dict[int, _ToolCall] = {}
         self.finish_reason: str | None = None
         self.usage: dict[str, int] = {}
@@ -150,7 +150,7 @@ class CompletionStream:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.response = response
-        self.url = redact_url(response.url)
+        self.url: str = redact_url(response.url)
         self._deadline_at = deadline_at
         self._clock = clock
         self._assembler = CompletionAssembler()

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from typing import cast
 
 from ..errors import RunConflictError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
@@ -114,7 +115,7 @@ class InMemoryStore(MemoryStore):
                 elif not delete:
                     kept.append(replace(message, status=INACTIVE))
             written = summary.placed(agent=agent, session_id=session_id, seq=last_seq + 1, created_at=utcnow())
-            position = bisect.bisect_left([m.seq for m in kept], written.seq)  # type: ignore[misc]
+            position = bisect.bisect_left([cast(int, m.seq) for m in kept], cast(int, written.seq))
             kept.insert(position, written)
             session.replace_all(kept)
             return written

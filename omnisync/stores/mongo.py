@@ -72,12 +72,13 @@ try:
     from pymongo import ASCENDING, DESCENDING
     from pymongo.collection import Collection
     from pymongo.cursor import Cursor
+    from pymongo.database import Database
     from pymongo.errors import BulkWriteError, DuplicateKeyError, InvalidName, OperationFailure, PyMongoError
     from pymongo.errors import ConfigurationError as MongoConfigurationError
-except ImportError as exc:  # pragma: no cover - exercised by the missing-extra test
+except ImportError as _missing:  # pragma: no cover - exercised by the missing-extra test
     raise MissingDependencyError(
         "MongoDB memory requires optional dependency 'pymongo'. Install it with: pip install 'omnisync[mongodb]'"
-    ) from exc
+    ) from _missing
 
 SEQ_INDEX = "omnisync_seq"
 WINDOW_INDEX = "omnisync_window"
@@ -115,7 +116,7 @@ class MongoStore(MemoryStore):
         self._owns_client = False
         name = _name("collection", collection if collection is not None else _env.mongodb_collection())
         try:
-            self.db = client[_name("db_name", db_name if db_name is not None else _env.mongodb_db_name())]
+            self.db: Database[Any] = client[_name("db_name", db_name if db_name is not None else _env.mongodb_db_name())]
             self.messages: Collection[Any] = self.db[name]
             self.runs: Collection[Any] = self.db[f"{name}_runs"]
         except InvalidName as exc:
@@ -258,7 +259,7 @@ class MongoStore(MemoryStore):
         if session_id is not None:
             keys = [_session(agent, session_id)]
         else:
-            pipeline = [{"$match": {"agent": _text("agent", agent), **_STORED}}, {"$group": {"_id": "$session_id"}}]
+            pipeline: list[dict[str, Any]] = [{"$match": {"agent": _text("agent", agent), **_STORED}}, {"$group": {"_id": "$session_id"}}]
             with self._errors("clearing"):
                 keys = [{"agent": agent, "session_id": group["_id"]} for group in self.messages.aggregate(pipeline)]
         with self._errors("clearing"):

@@ -38,7 +38,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 from .. import _env
 from .._logging import logger
@@ -52,10 +52,10 @@ try:
     from redis.backoff import NoBackoff
     from redis.exceptions import RedisError
     from redis.retry import Retry
-except ImportError as exc:  # pragma: no cover - exercised by the missing-extra test
+except ImportError as _missing:  # pragma: no cover - exercised by the missing-extra test
     raise MissingDependencyError(
         "Redis memory requires optional dependency 'redis'. Install it with: pip install 'omnisync[redis]'"
-    ) from exc
+    ) from _missing
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _BATCH = 1000  # ZADD arguments per call inside a script (Lua's unpack has a stack limit)
@@ -315,14 +315,15 @@ class RedisStore(MemoryStore):
         active = self._session_keys(agent, session_id)[0]
         highest = "+inf" if before_seq is None else f"({int(before_seq)}"
         with self._errors():
-            members = self.client.zrevrangebyscore(active, highest, "-inf", start=0, num=limit)
+            members = cast("list[bytes]", self.client.zrevrangebyscore(active, highest, "-inf", start=0, num=limit))
         return [_message(member, agent, session_id, ACTIVE) for member in members]
 
     def history(self, agent: str, session_id: str, include_inactive: bool = False) -> list[Message]:
         active, inactive, _ = self._session_keys(agent, session_id)
         with self._errors():
             if not include_inactive:
-                return [_message(member, agent, session_id, ACTIVE) for member in self.client.zrange(active, 0, -1)]
+                members = cast("list[bytes]", self.client.zrange(active, 0, -1))
+                return [_message(member, agent, session_id, ACTIVE) for member in members]
             with self.client.pipeline(transaction=True) as pipe:
                 pipe.zrange(active, 0, -1)
                 pipe.zrange(inactive, 0, -1)
@@ -365,7 +366,7 @@ class RedisStore(MemoryStore):
         written = replace(written, status=ACTIVE)
         member = _body(written, written.created_at)  # type: ignore[arg-type]
         member = f'{{"seq":{written.seq},{member[1:]}'
-        args = [first_seq, last_seq, expected_count, "1" if delete else "0", written.seq, member, _micros(written.created_at)]  # type: ignore[arg-type]
+        args: list[Any] = [first_seq, last_seq, expected_count, "1" if delete else "0", written.seq, member, _micros(written.created_at)]  # type: ignore[arg-type]
         with self._errors():
             done = self._fold(keys=list(self._session_keys(agent, session_id)), args=args)
         return written if int(done) == 1 else None
@@ -379,7 +380,7 @@ class RedisStore(MemoryStore):
         expires = _micros(saved.expires_at) // 1000 if saved.expires_at else ""
         stem = self._agent_stem(saved.agent)
         keys = [f"{stem}:run:{_token(saved.run_id)}", f"{stem}:runs"]
-        args = [
+        args: list[Any] = [
             "" if expected_version is None else str(expected_version),
             saved.version,
             saved.to_json(),
@@ -418,7 +419,7 @@ class RedisStore(MemoryStore):
 
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         stem = self._agent_stem(agent)
-        args = [f"{stem}:run:", _micros(finished_before), *FINISHED_STATUSES]
+        args: list[Any] = [f"{stem}:run:", _micros(finished_before), *FINISHED_STATUSES]
         with self._errors():
             return int(self._prune_runs(keys=[f"{stem}:runs"], args=args))
 

@@ -9,12 +9,13 @@ run in WAL mode with a busy timeout, and writes take the write lock up front
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 from .._logging import logger
 from ..errors import MissingDependencyError, RunConflictError, StoreError
@@ -30,11 +31,11 @@ try:
     from sqlalchemy.engine import Connection, Engine, make_url
     from sqlalchemy.exc import IntegrityError, SQLAlchemyError
     from sqlalchemy.pool import StaticPool
-except ImportError as exc:  # pragma: no cover - exercised by the missing-extra test
+except ImportError as _missing:  # pragma: no cover - exercised by the missing-extra test
     raise MissingDependencyError(
         "SQL database memory requires optional dependency 'sqlalchemy'. "
         "Install it with: pip install 'omnisync[postgres]'"
-    ) from exc
+    ) from _missing
 
 from . import sql_schema as schema
 from .sqlite_hot_path import SQLiteHotPath
@@ -97,7 +98,7 @@ class SQLStore(MemoryStore):
         if engine is None and url is None:
             raise ValueError("SQLStore needs a url or an engine")
         self._owns_engine = engine is None
-        self.engine = engine if engine is not None else create_engine(url)  # type: ignore[arg-type]
+        self.engine: Engine = engine if engine is not None else create_engine(url)  # type: ignore[arg-type]
         self._is_sqlite = self.engine.dialect.name == "sqlite"
         self._is_postgres = self.engine.dialect.name == "postgresql"
         # One shared connection (in-memory SQLite) must not interleave two transactions.
@@ -180,7 +181,8 @@ class SQLStore(MemoryStore):
         if self._hot is not None:
             counter = {"agent": agent, "session_id": session_id, "step": step, "now": now_us}
             with self._serial or nullcontext():
-                return self._hot.append(counter, place)
+                written: list[Message] = self._hot.append(counter, place)
+                return written
         with self._tx(write=True) as conn:
             written, rows = place(self._advance_counter(conn, agent, session_id, step, now_us))
             conn.execute(_INSERT_MESSAGE, rows)
@@ -290,7 +292,7 @@ class SQLStore(MemoryStore):
             "data": saved.to_json(),
         }
         if self._hot is not None:
-            times = {"created_at": _sqlite_time(saved.created_at), "finished_at": _sqlite_time(row["finished_at"])}
+            times = {"created_at": _sqlite_time(saved.created_at), "finished_at": _sqlite_time(cast("datetime | None", row["finished_at"]))}
             values = {f"v_{name}": value for name, value in {**row, **times}.items()}
             with self._serial or nullcontext():
                 if expected_version is None:
@@ -376,15 +378,11 @@ def _postgres_driver() -> str:
         return "postgresql+psycopg"
     except ImportError:
         pass
-    try:
-        import psycopg2  # noqa: F401
-
+    if importlib.util.find_spec("psycopg2") is not None:
         return "postgresql+psycopg2"
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "PostgreSQL memory requires optional dependency 'psycopg'. "
-            "Install it with: pip install 'omnisync[postgres]'"
-        ) from exc
+    raise MissingDependencyError(
+        "PostgreSQL memory requires optional dependency 'psycopg'. Install it with: pip install 'omnisync[postgres]'"
+    )
 
 
 def _configure_sqlite(engine: Engine) -> None:

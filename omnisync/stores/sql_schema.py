@@ -17,9 +17,9 @@ from sqlalchemy import (
 
 SCHEMA_VERSION = 1
 
-metadata = MetaData()
+metadata: MetaData = MetaData()
 
-schema_info = Table(
+schema_info: Table = Table(
     "omnisync_schema",
     metadata,
     Column("id", Integer, primary_key=True),
@@ -28,7 +28,7 @@ schema_info = Table(
 
 # One row per (agent, session): the last seq handed out. Appends lock this row, so seq
 # assignment is serialized per session inside the write transaction.
-sessions = Table(
+sessions: Table = Table(
     "omnisync_sessions",
     metadata,
     Column("agent", String(255), nullable=False),
@@ -41,7 +41,7 @@ sessions = Table(
 # Hot columns are plain types on purpose: a window load decodes no JSON for a message without
 # tool calls or metadata (they are NULL), and times are integer microseconds since the epoch,
 # which every database reads without parsing.
-messages = Table(
+messages: Table = Table(
     "omnisync_messages",
     metadata,
     Column("agent", String(255), nullable=False),
@@ -61,7 +61,7 @@ messages = Table(
     Index("ix_omnisync_messages_window", "agent", "session_id", "status", "seq"),
 )
 
-runs = Table(
+runs: Table = Table(
     "omnisync_runs",
     metadata,
     Column("agent", String(255), nullable=False),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.engine import Engine
 
@@ -23,25 +23,27 @@ class Prepared:
 
     def __init__(self, statement: Any, engine: Engine) -> None:
         compiled = statement.compile(dialect=engine.dialect)
-        self.sql = str(compiled)
-        self.names = list(compiled.positiontup or [])
-        self.defaults = dict(compiled.params)
+        self.sql: str = str(compiled)
+        self.names: list[str] = list(compiled.positiontup or [])
+        self.defaults: dict[str, Any] = dict(compiled.params)
 
     def args(self, values: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(values[name] if name in values else self.defaults[name] for name in self.names)
 
 
 class SQLiteHotPath:
+    """SQLite's most frequent statements, compiled once and run on the raw sqlite3 connection."""
+
     def __init__(self, engine: Engine, statements: dict[str, Any], describe: str) -> None:
         self.engine = engine
         prepared = {name: Prepared(statement, engine) for name, statement in statements.items()}
-        self.latest = prepared["latest"]
-        self.latest_before = prepared["latest_before"]
-        self.upsert_counter = prepared["upsert_counter"]
-        self.insert_message = prepared["insert_message"]
-        self.insert_run = prepared["insert_run"]
-        self.update_run = prepared["update_run"]
-        self.load_run = prepared["load_run"]
+        self.latest: Prepared = prepared["latest"]
+        self.latest_before: Prepared = prepared["latest_before"]
+        self.upsert_counter: Prepared = prepared["upsert_counter"]
+        self.insert_message: Prepared = prepared["insert_message"]
+        self.insert_run: Prepared = prepared["insert_run"]
+        self.update_run: Prepared = prepared["update_run"]
+        self.load_run: Prepared = prepared["load_run"]
         self.describe = describe
 
     @contextmanager
@@ -53,7 +55,7 @@ class SQLiteHotPath:
         try:
             cursor = connection.cursor()
             try:
-                yield cursor
+                yield cast(sqlite3.Cursor, cursor)  # the pool hands out sqlite3 connections
             finally:
                 cursor.close()
         except sqlite3.Error as exc:

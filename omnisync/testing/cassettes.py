@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from vcr.errors import CannotOverwriteExistingCassetteException
+from typing import Any
 
 from ..errors import MissingDependencyError
 
@@ -132,17 +130,18 @@ def _vcr_logs_quiet() -> Iterator[None]:
 
 def _vcrpy() -> tuple[Any, type[Exception]]:
     """vcrpy, imported only when a cassette is used, so the pytest plugin loads without it."""
-    try:
-        import vcr
-        from vcr.errors import CannotOverwriteExistingCassetteException
+    try:  # vcrpy ships no type information, so it is imported as a plain (untyped) module
+        vcr = importlib.import_module("vcr")
+        cannot_overwrite: type[Exception] = importlib.import_module("vcr.errors").CannotOverwriteExistingCassetteException
     except ImportError as exc:
         raise MissingDependencyError(
             "omnisync cassettes need the optional dependency 'vcrpy'. Install it with: pip install 'omnisync[cassettes]'"
         ) from exc
-    return vcr, CannotOverwriteExistingCassetteException
+    return vcr, cannot_overwrite
 
 
-def _explain(path: Path, exc: CannotOverwriteExistingCassetteException) -> str:
+def _explain(path: Path, exc: Any) -> str:
+    """Why ``exc`` (vcrpy's CannotOverwriteExistingCassetteException) was raised, in words."""
     # Worked out from the cassette rather than read from exc.reason / exc.similar_requests,
     # which only vcrpy 9 sets (vcrpy 9 needs Python 3.11; 3.10 gets vcrpy 8).
     request, tape = exc.failed_request, exc.cassette

@@ -31,7 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def omnisync_cassette(request: pytest.FixtureRequest) -> Callable[..., AbstractContextManager[Any]]:
     """``with omnisync_cassette("name"):`` replays ``<cassette dir>/name.yaml``."""
     folder = Path(str(request.config.rootpath)) / request.config.getini("omnisync_cassette_dir")
-    mode = request.config.getoption("--omnisync-record-mode")
+    mode = str(request.config.getoption("--omnisync-record-mode"))
 
     def use(name: str, **options: Any) -> AbstractContextManager[Any]:
         return cassette(name, folder, record_mode=mode, **options)

@@ -29,7 +29,7 @@ class SubsetParameters:
     def __init__(self, hints: dict[str, Any], required: list[str]) -> None:
         compiler = subset.Compiler()
         self._record = subset.Record({k: compiler.compile(h) for k, h in hints.items()}, required, dict, None)
-        self.schema = self._record.schema
+        self.schema: dict[str, Any] = self._record.schema
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         problems, values = [], {}
@@ -65,9 +65,9 @@ class ToolParameters:
         except Exception as exc:  # a NameError from a hint naming what is not imported, a TypeError from a non-function
             raise ConfigurationError(f"Tool {name!r}: its type hints cannot be read ({exc}); register a function whose hints name imported types.") from exc
         hints = {p.name: resolved.get(p.name, Any) for p in self._parameters}
-        self.required = [p.name for p in self._parameters if p.default is p.empty]
+        self.required: list[str] = [p.name for p in self._parameters if p.default is p.empty]
         self._backend = self._backend_for(hints)
-        self.schema = self._normalized(self._backend.schema)
+        self.schema: dict[str, Any] = self._normalized(self._backend.schema)
 
     def _backend_for(self, hints: dict[str, Any]) -> Backend:
         with_pydantic = load_pydantic()

@@ -28,7 +28,7 @@ class Mismatch(Exception):
 
     def __init__(self, path: Path, message: str, *value: Any) -> None:
         super().__init__(problem(path, message, *value))
-        self.text = str(self)
+        self.text: str = str(self)
 
 
 class UnsupportedHint(TypeError):
@@ -46,7 +46,7 @@ class Converter:
 
 class AnyValue(Converter):
     def __init__(self) -> None:
-        self.schema = {}
+        self.schema: dict[str, Any] = {}
 
     def convert(self, value: Any, path: Path, strict: bool = False) -> Any:
         return value
@@ -103,8 +103,9 @@ class Scalar(Converter):
     """str, int, float, bool or None; ``strict`` refuses every coercion."""
 
     def __init__(self, kind: type) -> None:
-        self.kind, self.json_type = kind, _JSON_TYPES[kind]
-        self.schema = {"type": self.json_type}
+        self.kind: type = kind
+        self.json_type: str = _JSON_TYPES[kind]
+        self.schema: dict[str, Any] = {"type": self.json_type}
 
     def convert(self, value: Any, path: Path, strict: bool = False) -> Any:
         if _EXACT[self.kind](value):
@@ -119,8 +120,9 @@ class Choice(Converter):
     """A ``Literal`` or an ``Enum``: one of a fixed set of JSON values."""
 
     def __init__(self, values: list[Any], result: Callable[[Any], Any] = lambda value: value) -> None:
-        self.values, self.result = values, result
-        self.schema = {"enum": values}
+        self.values: list[Any] = values
+        self.result: Callable[[Any], Any] = result
+        self.schema: dict[str, Any] = {"enum": values}
         json_types = {_JSON_TYPES.get(type(value)) for value in values}
         if len(json_types) == 1 and None not in json_types:
             self.schema["type"] = json_types.pop()
@@ -139,7 +141,7 @@ class AnyOf(Converter):
 
     def __init__(self, arms: list[Converter]) -> None:
         self.arms = arms
-        self.schema = {"anyOf": [arm.schema for arm in arms]}
+        self.schema: dict[str, Any] = {"anyOf": [arm.schema for arm in arms]}
 
     def convert(self, value: Any, path: Path, strict: bool = False) -> Any:
         for strict_pass in (True, False) if not strict else (True,):
@@ -155,8 +157,10 @@ class Array(Converter):
     """list, set, frozenset and ``tuple[T, ...]`` (any length), or a fixed-length tuple."""
 
     def __init__(self, container: type, items: Converter | None = None, fixed: list[Converter] | None = None) -> None:
-        self.container, self.items, self.fixed = container, items, fixed
-        self.schema = {"type": "array"}
+        self.container: type = container
+        self.items: Converter | None = items
+        self.fixed: list[Converter] | None = fixed
+        self.schema: dict[str, Any] = {"type": "array"}
         if fixed is not None:
             self.schema.update(prefixItems=[c.schema for c in fixed], minItems=len(fixed), maxItems=len(fixed))
         else:
@@ -179,8 +183,9 @@ class Dictionary(Converter):
     """``dict[K, V]`` and ``Mapping[K, V]``: an object whose keys and values are each converted."""
 
     def __init__(self, keys: Converter, values: Converter) -> None:
-        self.keys, self.values = keys, values
-        self.schema = {"type": "object", "additionalProperties": values.schema or True}
+        self.keys: Converter = keys
+        self.values: Converter = values
+        self.schema: dict[str, Any] = {"type": "object", "additionalProperties": values.schema or True}
 
     def convert(self, value: Any, path: Path, strict: bool = False) -> Any:
         if not isinstance(value, dict):
@@ -192,8 +197,11 @@ class Record(Converter):
     """A dataclass or a TypedDict: named fields, some required, no others allowed."""
 
     def __init__(self, fields: dict[str, Converter], required: list[str], build: Callable[[dict[str, Any]], Any], kind: type | None) -> None:
-        self.fields, self.required, self.build, self.kind = fields, required, build, kind
-        self.schema = {
+        self.fields: dict[str, Converter] = fields
+        self.required: list[str] = required
+        self.build: Callable[[dict[str, Any]], Any] = build
+        self.kind: type | None = kind
+        self.schema: dict[str, Any] = {
             "type": "object",
             "properties": {name: field.schema for name, field in fields.items()},
             "required": required,

@@ -26,7 +26,7 @@ class PydanticParameters:
         arguments = make_typed_dict(f"{name}_arguments", fields)
         arguments.__pydantic_config__ = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
         self._adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(arguments)
-        self.schema = tidy(self._adapter.json_schema())
+        self.schema: dict[str, Any] = tidy(self._adapter.json_schema())
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         try:

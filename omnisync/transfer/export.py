@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..messages import Message
 from ..run_record import RunRecord
@@ -52,7 +52,7 @@ def export_sqlite(store: MemoryStore, path: str | os.PathLike[str], *, agent: st
     return Exported(len(sessions), messages=messages, runs=runs)
 
 
-def _write_lines(lines: Iterator[dict], out: TextIO) -> int:
+def _write_lines(lines: Iterator[dict[str, Any]], out: TextIO) -> int:
     count = 0
     for line in lines:
         out.write(dumps(line) + "\n")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import RunRecord
@@ -70,12 +70,12 @@ class Restorer:
     def __init__(self, store: MemoryStore, *, append: bool, progress: Progress | None = None) -> None:
         self.store = store
         self.append = append
-        self.progress = progress or NoProgress()
-        self.report = Report()
+        self.progress: Progress | NoProgress = progress or NoProgress()
+        self.report: Report = Report()
         self._expected: dict[Key, Counts] = {}
         self._seqs: dict[Key, tuple[list[int], list[int]]] = {}
         self._written_runs: list[RunRecord] = []
-        self.started = False
+        self.started: bool = False
         """Whether anything has been written (a failure after that leaves the destination partly written)."""
 
     # --- refusing to duplicate ------------------------------------------------------
@@ -214,7 +214,7 @@ class _Replay:
             first, last, delete = folded[0], folded[-1], False
         else:  # its originals were deleted: fold one placeholder away, deleting it
             (placeholder,) = self.store.append(self.agent, self.session_id, [PLACEHOLDER])
-            first = last = placeholder.seq  # type: ignore[assignment]
+            first = last = cast(int, placeholder.seq)  # appended, so it has its seq
             delete = True
         written = self.store.fold(
             self.agent,
