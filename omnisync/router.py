@@ -7,6 +7,7 @@ from typing import Any
 
 from . import _env
 from .errors import ConfigurationError
+from .store_options import check_options
 from .store_urls import check_url
 from .stores.base import MemoryStore
 
@@ -45,8 +46,9 @@ def resolve_url(kind: str, url: str | None = None) -> str | None:
 
 
 def build_store(kind: str, url: str | None = None, **options: Any) -> MemoryStore:
-    """A new store of ``kind`` on ``url`` (or the kind's environment variable)."""
+    """A new store of ``kind`` on ``url`` (or the kind's environment variable), with ``options`` checked."""
     url = resolve_url(kind, url)
+    options = check_options(kind, options)
     if kind == "in_memory":
         from .stores.in_memory import InMemoryStore
 
@@ -55,7 +57,7 @@ def build_store(kind: str, url: str | None = None, **options: Any) -> MemoryStor
     if kind == "sql":
         from .stores.sql import SQLStore
 
-        return SQLStore(url)
+        return SQLStore(url, **options)
     if kind == "redis":
         from .stores.redis_store import RedisStore
 
@@ -82,7 +84,7 @@ class MemoryRouter:
         else:
             self._kind = check_kind(kind)
             self._url = resolve_url(kind, url)
-            self._options = options
+            self._options = check_options(kind, options)
             self._store = None
             self._owns_store = True
         self._lock = threading.Lock()

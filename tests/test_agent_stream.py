@@ -218,3 +218,14 @@ def test_async_for_inside_a_running_loop_and_closing_it_cancels(monkeypatch):
     assert texts == WORDS
     assert stopped["status"] == "cancelled" and stopped["response"] == "Atlas "
     assert history[-1]["partial"] is True and history[-1]["content"] == "Atlas "
+
+
+def test_ctrl_c_inside_the_loop_keeps_the_text_so_far_and_cancels(monkeypatch):
+    install(monkeypatch, [streamed_answer()])
+    agent = make_agent("ctrl-c")
+    with pytest.raises(KeyboardInterrupt):
+        with agent.stream("When does Atlas ship?", session_id="s") as stream:
+            for event in stream:
+                raise KeyboardInterrupt
+    assert stream.result["status"] == "cancelled" and stream.result["response"] == "Atlas "
+    assert stored(agent, "s")[-1] == ("assistant", "Atlas ", None, True)

@@ -32,7 +32,8 @@ def test_cassette_requests_and_answers(path):
         request, response = interaction["request"], interaction["response"]
         assert request["uri"].endswith("/chat/completions")
         openapi.check_request(json.loads(request["body"]))
-        if response["headers"].get("content-type") == ["text/event-stream"]:
+        content_type = {name.lower(): value for name, value in response["headers"].items()}.get("content-type", [""])[0]
+        if content_type.startswith("text/event-stream"):
             answer = _streamed_answer(response["body"]["string"], check=path.parent.name == "handwritten")
         else:
             body = json.loads(response["body"]["string"])

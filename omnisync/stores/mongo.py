@@ -64,6 +64,7 @@ from .._logging import logger
 from ..errors import ConfigurationError, MissingDependencyError, RunConflictError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
+from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable
 
 try:
@@ -130,11 +131,19 @@ class MongoStore(MemoryStore):
     def from_url(cls, url: str, db_name: str | None = None, collection: str | None = None, **client_options: Any) -> "MongoStore":
         """A store on a client of its own; ``client_options`` go to ``MongoClient`` (``tz_aware`` is always on).
 
+        ``connect_timeout`` and ``timeout`` (seconds, 5 and 30 by default) bound finding the
+        server and each operation, unless MongoClient's own ``...TimeoutMS`` options are given.
+
         The database: ``db_name`` if given, else the one named in the URL
         (``mongodb://host/mydb``), else ``MONGODB_DB_NAME``, else ``omnisync``.
         """
         if db_name is None:
             db_name = _database_in(url)
+        connect_ms = int(client_options.pop("connect_timeout", DEFAULT_CONNECT_TIMEOUT) * 1000)
+        timeout_ms = int(client_options.pop("timeout", DEFAULT_TIMEOUT) * 1000)
+        client_options.setdefault("connectTimeoutMS", connect_ms)
+        client_options.setdefault("serverSelectionTimeoutMS", connect_ms)
+        client_options.setdefault("socketTimeoutMS", timeout_ms)
         client_options["tz_aware"] = True
         client_options.setdefault("appname", "omnisync")
         try:

@@ -45,6 +45,7 @@ from .._logging import logger
 from ..errors import ConfigurationError, MissingDependencyError, RunConflictError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
+from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable
 
 try:
@@ -246,10 +247,16 @@ class RedisStore(MemoryStore):
     def from_url(cls, url: str, prefix: str | None = None, **client_options: Any) -> "RedisStore":
         """A store on a new client for ``url`` (``redis://``, ``rediss://``, ``unix://``), closed by :meth:`close`.
 
-        ``client_options`` go to ``redis.Redis.from_url``. Unless one is given, the client
+        ``client_options`` go to ``redis.Redis.from_url``; ``connect_timeout`` and ``timeout``
+        (seconds, 5 and 30 by default) bound a connect and each command, unless the
+        client's own ``socket_connect_timeout`` / ``socket_timeout`` are given. Unless one is given, the client
         does not retry a command by itself: a retried script could append the same messages twice.
         """
         client_options.setdefault("retry", Retry(NoBackoff(), 0))
+        client_options.setdefault("socket_connect_timeout", client_options.pop("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
+        client_options.setdefault("socket_timeout", client_options.pop("timeout", DEFAULT_TIMEOUT))
+        client_options.pop("connect_timeout", None)
+        client_options.pop("timeout", None)
         try:
             client = redis.Redis.from_url(url, **client_options)
         except ValueError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -21,6 +22,7 @@ from .._logging import logger
 from ..errors import MissingDependencyError, RunConflictError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
+from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable
 
 try:
@@ -94,11 +96,21 @@ class SQLStore(MemoryStore):
 
     kind = "sql"
 
-    def __init__(self, url: str | None = None, *, engine: Engine | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        engine: Engine | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """On ``url``, or on a user's ``engine`` (left open by :meth:`close`). On PostgreSQL, a
+        connection that cannot be made in ``connect_timeout`` seconds, or a server or link
+        that leaves a statement unanswered for ``timeout`` seconds, is a StoreError."""
         if engine is None and url is None:
             raise ValueError("SQLStore needs a url or an engine")
         self._owns_engine = engine is None
-        self.engine: Engine = engine if engine is not None else create_engine(url)  # type: ignore[arg-type]
+        self.engine: Engine = engine if engine is not None else create_engine(url, connect_timeout, timeout)  # type: ignore[arg-type]
         self._is_sqlite = self.engine.dialect.name == "sqlite"
         self._is_postgres = self.engine.dialect.name == "postgresql"
         # One shared connection (in-memory SQLite) must not interleave two transactions.
@@ -352,8 +364,8 @@ class SQLStore(MemoryStore):
 # --- helpers ------------------------------------------------------------------------
 
 
-def create_engine(url: str) -> Engine:
-    """An engine for ``url``, with the driver our extras install and SQLite set up for sharing."""
+def create_engine(url: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, timeout: float = DEFAULT_TIMEOUT) -> Engine:
+    """An engine for ``url``, with the driver our extras install, SQLite set up for sharing and PostgreSQL's waits bounded."""
     parsed = make_url(url)
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername=_postgres_driver())
@@ -363,8 +375,9 @@ def create_engine(url: str) -> Engine:
         if in_memory:
             options["poolclass"] = StaticPool
         return sa.create_engine(parsed, **options)
+    connect_args = _postgres_waits(connect_timeout, timeout) if parsed.get_backend_name() == "postgresql" else {}
     try:
-        return sa.create_engine(parsed, pool_pre_ping=True)
+        return sa.create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
     except ImportError as exc:
         raise MissingDependencyError(
             f"The database driver for {parsed.drivername!r} is not installed ({exc}). "
@@ -468,3 +481,17 @@ def _store_errors(where: str) -> Iterator[None]:
     except SQLAlchemyError as exc:
         logger.debug("%s failed: %s", where, exc)
         raise StoreError(f"{where} failed: {exc.__class__.__name__}: {exc}") from exc
+
+
+def _postgres_waits(connect_timeout: float, timeout: float) -> dict[str, Any]:
+    """libpq's own bounds: the connect, a statement on the server, and a link that stops answering."""
+    millis = int(timeout * 1000)
+    return {
+        "connect_timeout": max(1, math.ceil(connect_timeout)),
+        "options": f"-c statement_timeout={millis}",
+        "tcp_user_timeout": millis,  # data sent and not acknowledged for this long: the link is gone
+        "keepalives": 1,
+        "keepalives_idle": max(1, int(timeout / 3)),
+        "keepalives_interval": max(1, int(timeout / 9)),
+        "keepalives_count": 3,
+    }
