@@ -50,6 +50,10 @@ class StoreError(OmnisyncError):
     """A memory store failed to read or write; nothing is returned in place of the data."""
 
 
+class NotSerializableError(StoreError, TypeError):
+    """A message's metadata or tool calls hold something JSON cannot (a set, an object...); nothing was written."""
+
+
 class TransferError(OmnisyncError):
     """An export, import or copy refused its input or destination, or its end check failed; the message says why."""
 

@@ -146,16 +146,12 @@ def _class(stub: _Stub, blocking: type, twin: type) -> None:
     for name, member in sorted(members.items()):
         if name.startswith("_"):
             continue
-        if inspect.isfunction(member) and getattr(member, "__omnisync_streams__", False):
-            stub.need("omnisync.aio_stream", "AsyncAgentStream")
-            signature = f"    def {name}({_parameters(stub, member, blocking)}) -> AsyncAgentStream:"
-            if member.__doc__:
-                lines.append(signature)
-                _docstring(lines, member.__doc__, "        ")
+        if inspect.isfunction(member):
+            if getattr(member, "__omnisync_streams__", False):  # returns its async iterator at once
+                stub.need("omnisync.aio_stream", "AsyncAgentStream")
+                signature = f"    def {name}({_parameters(stub, member, blocking)}) -> AsyncAgentStream:"
             else:
-                lines.append(signature + " ...")
-        elif inspect.isfunction(member):
-            signature = f"    async def {name}({_parameters(stub, member, blocking)}) -> {_returns(stub, member, blocking)}:"
+                signature = f"    async def {name}({_parameters(stub, member, blocking)}) -> {_returns(stub, member, blocking)}:"
             if member.__doc__:
                 lines.append(signature)
                 _docstring(lines, member.__doc__, "        ")

@@ -9,6 +9,7 @@ from typing import Any
 import requests
 
 from fake_http import ScriptedAdapter
+from fake_http import install as install_adapter
 from openapi import OpenAPI, spec_path, stream_chunk_errors
 
 STREAM_ID = "chatcmpl-test"  # as fake_http.completion, so a streamed and a whole reply compare equal
@@ -122,12 +123,5 @@ class StreamingAdapter(ScriptedAdapter):
 def install(monkeypatch: Any, answers: list[Any] | Callable[[dict[str, Any]], Any]) -> StreamingAdapter:
     """Route every requests.Session the model client makes through a StreamingAdapter."""
     adapter = StreamingAdapter(answers)
-    original = requests.Session.__init__
-
-    def session_init(self: requests.Session, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        self.mount("http://", adapter)
-        self.mount("https://", adapter)
-
-    monkeypatch.setattr(requests.Session, "__init__", session_init)
+    install_adapter(monkeypatch, answers, adapter=adapter)
     return adapter

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from omnisync.errors import RunConflictError
+from omnisync.errors import NotSerializableError, RunConflictError, StoreError
 from omnisync.messages import INACTIVE, SUMMARY_PREFIX, Message, utcnow
 from omnisync.run_record import AWAITING_APPROVAL, COMPLETED, RunRecord
 
@@ -94,6 +94,25 @@ class StoreContract:
         assert call.content is None
         assert [r.tool_call_id for r in results] == ["c1-0", "c1-1"]
         assert call.to_chat() == {"role": "assistant", "content": None, "tool_calls": call.tool_calls}
+
+    def test_returned_messages_are_copies(self, store):
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        written = store.append("copies", "s", [Message(role="assistant", content="hi", tool_calls=[call], metadata={"tags": ["a"]})])
+        written[0].metadata["tags"].append("changed")
+        read = store.latest("copies", "s", 5)[0]
+        read.metadata["tags"].append("changed too")
+        read.tool_calls[0]["id"] = "changed"
+        read.content = "changed"
+        again = store.history("copies", "s")[0]
+        assert (again.content, again.metadata, again.tool_calls[0]["id"]) == ("hi", {"tags": ["a"]}, "c1")
+
+    @pytest.mark.parametrize("unstorable", [{"tags": {"a", "b"}}, {"when": object()}])
+    def test_data_json_cannot_hold_is_refused_before_anything_is_written(self, store, unstorable):
+        store.append("json", "s", [Message(role="user", content="kept")])
+        with pytest.raises(NotSerializableError, match="must be JSON data") as refused:
+            store.append("json", "s", [Message(role="user", content="first of two"), Message(role="user", content="x", metadata=unstorable)])
+        assert isinstance(refused.value, StoreError)
+        assert [m.content for m in store.history("json", "s")] == ["kept"]
 
     def test_round_trip_unicode_large_and_nested_metadata(self, store):
         big = "x" * (1024 * 1024)

@@ -8,12 +8,14 @@ budgets, never splitting a tool exchange) are written once here, on top of
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
+from ..errors import NotSerializableError
 from ..messages import Message
 from ..run_record import RunRecord
 
@@ -184,3 +186,16 @@ def drop_orphan_tool_results(oldest_first: list[Message]) -> list[Message]:
     while start < len(oldest_first) and oldest_first[start].is_tool_result:
         start += 1
     return oldest_first[start:]
+
+
+def check_serializable(messages: Sequence[Message]) -> None:
+    """Refuse, before anything is written, metadata or tool calls that JSON cannot hold (every store keeps them as JSON)."""
+    for message in messages:
+        for field_name, value in (("metadata", message.metadata), ("tool_calls", message.tool_calls)):
+            if value:
+                try:
+                    json.dumps(value)
+                except (TypeError, ValueError) as exc:
+                    raise NotSerializableError(
+                        f"a message's {field_name} must be JSON data (dict, list, str, int, float, bool, None): {exc}. Nothing was written."
+                    ) from None

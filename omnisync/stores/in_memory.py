@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import copy
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -12,7 +13,7 @@ from typing import cast
 from ..errors import RunConflictError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import RunRecord
-from .base import SEQ_STEP, MemoryStore, SessionInfo
+from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable
 
 
 @dataclass
@@ -37,16 +38,17 @@ class InMemoryStore(MemoryStore):
         self._runs: dict[tuple[str, str], RunRecord] = {}
 
     def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        check_serializable(messages)
         now = utcnow()
         with self._lock:
             session = self._sessions.setdefault((agent, session_id), _Session())
             written = []
             for message in messages:
                 session.last_seq += SEQ_STEP
-                written.append(message.placed(agent=agent, session_id=session_id, seq=session.last_seq, created_at=now))
+                written.append(_copy(message.placed(agent=agent, session_id=session_id, seq=session.last_seq, created_at=now)))
             session.messages.extend(written)
             session.seqs.extend(m.seq for m in written)  # type: ignore[misc]
-            return written
+            return [_copy(m) for m in written]
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         with self._lock:
@@ -60,7 +62,7 @@ class InMemoryStore(MemoryStore):
             for index in range(end - 1, -1, -1):
                 message = session.messages[index]
                 if message.status == ACTIVE:
-                    found.append(message)
+                    found.append(_copy(message))
                     if len(found) == limit:
                         break
             return found
@@ -70,7 +72,7 @@ class InMemoryStore(MemoryStore):
             session = self._sessions.get((agent, session_id))
             if session is None:
                 return []
-            return [m for m in session.messages if include_inactive or m.status == ACTIVE]
+            return [_copy(m) for m in session.messages if include_inactive or m.status == ACTIVE]
 
     def clear(self, agent: str, session_id: str | None = None) -> int:
         with self._lock:
@@ -114,11 +116,11 @@ class InMemoryStore(MemoryStore):
                     kept.append(message)
                 elif not delete:
                     kept.append(replace(message, status=INACTIVE))
-            written = summary.placed(agent=agent, session_id=session_id, seq=last_seq + 1, created_at=utcnow())
+            written = _copy(summary.placed(agent=agent, session_id=session_id, seq=last_seq + 1, created_at=utcnow()))
             position = bisect.bisect_left([cast(int, m.seq) for m in kept], cast(int, written.seq))
             kept.insert(position, written)
             session.replace_all(kept)
-            return written
+            return _copy(written)
 
     def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
         key = (record.agent, record.run_id)
@@ -158,3 +160,12 @@ class InMemoryStore(MemoryStore):
 
     def close(self) -> None:
         """Nothing to release; the data stays until the process ends."""
+
+
+def _copy(message: Message) -> Message:
+    """A message no caller shares with the store: what is stored changes only through the store."""
+    return replace(
+        message,
+        metadata=copy.deepcopy(message.metadata) if message.metadata else {},
+        tool_calls=copy.deepcopy(message.tool_calls) if message.tool_calls else message.tool_calls,
+    )

@@ -64,7 +64,7 @@ from .._logging import logger
 from ..errors import ConfigurationError, MissingDependencyError, RunConflictError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
-from .base import SEQ_STEP, MemoryStore, SessionInfo
+from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable
 
 try:
     import pymongo
@@ -196,6 +196,7 @@ class MongoStore(MemoryStore):
         takes its messages back before raising StoreError (best effort if the server is gone).
         A cleared session's mark counts as its newest seq, so seq never goes back.
         """
+        check_serializable(messages)
         key = _session(agent, session_id)
         if not messages:
             return []

@@ -45,7 +45,7 @@ from .._logging import logger
 from ..errors import ConfigurationError, MissingDependencyError, RunConflictError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
-from .base import SEQ_STEP, MemoryStore, SessionInfo
+from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable
 
 try:
     import redis
@@ -295,6 +295,7 @@ class RedisStore(MemoryStore):
     # --- messages -------------------------------------------------------------------
 
     def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        check_serializable(messages)
         if not messages:
             return []
         now = utcnow()

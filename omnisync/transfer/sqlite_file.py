@@ -48,6 +48,7 @@ RUN_COLUMNS: dict[str, type] = {
     "expires_at": str,
     "response": str,
     "error": str,
+    "partial_response": str,
     "finish_reason": str,
     "usage": str,
     "tool_calls_made": int,
