@@ -75,10 +75,18 @@ def user_project(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
-    """The installed package as a user's type checker sees it."""
-    session.install(f"omnisync[all] @ {built_wheel(session).as_uri()}", "mypy>=1.8", "types-requests")
+    """The installed package as a user's type checkers see it: mypy --strict and pyright clean,
+    and every public symbol's type known to pyright --verifytypes (scripts/typecheck.sh does the
+    same on a checkout)."""
+    session.install(f"omnisync[all] @ {built_wheel(session).as_uri()}", "mypy>=1.8", "types-requests", "pyright", "pytest")
     session.chdir(session.create_tmp())
     session.run("mypy", "--strict", "-p", "omnisync")
+    package = session.run("python", "-c", "import omnisync, os; print(os.path.dirname(omnisync.__file__))", silent=True)
+    session.run("pyright", str(package).strip())
+    report = session.run("pyright", "--verifytypes", "omnisync", "--ignoreexternal", silent=True, success_codes=[0, 1])
+    print(report)
+    if "Type completeness score: 100%" not in str(report):
+        session.error("pyright --verifytypes: not every public symbol's type is known (see above)")
 
 
 def built_wheel(session: nox.Session) -> Path:

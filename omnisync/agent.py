@@ -93,7 +93,7 @@ class OmniCoreAgent:
         steps = self._start(message, session_id, on_busy)
         result = run_to_end(steps, self._client.complete)
         self._after_run(result)
-        return cast(RunResult, result)
+        return result
 
     @streams
     def stream(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> AgentStream:
@@ -132,14 +132,14 @@ class OmniCoreAgent:
         """Continue a paused run (or one whose process died), from any process that reaches the store."""
         result = run_to_end(self._runner.resume(_check_run_id(run_id)), self._client.complete)
         self._after_run(result)
-        return cast(RunResult, result)
+        return result
 
     def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult:
         """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""
         if not isinstance(approved, bool):
             raise ConfigurationError(f"approved must be True or False, not {approved!r}")
         saved = run_state.decide(self._store(), self.name, _check_run_id(run_id), call_id, approved, reason)
-        return cast(RunResult, result_of(saved))
+        return result_of(saved)
 
     def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult:
         """Raise the limits of a run that awaits budget by these amounts; then call ``resume``."""
@@ -151,7 +151,7 @@ class OmniCoreAgent:
             extra_tokens=extra_tokens,
             extra_steps=extra_steps,
         )
-        return cast(RunResult, result_of(saved))
+        return result_of(saved)
 
     def cancel_run(self, run_id: str, reason: str | None = None) -> RunResult:
         """End a paused run, or one whose process died, as cancelled; it frees its session.
@@ -159,7 +159,7 @@ class OmniCoreAgent:
         Its tool calls that have no result yet are answered as not run, so the session stays
         valid for the model.
         """
-        return cast(RunResult, result_of(self._runner.cancel(_check_run_id(run_id), reason)))
+        return result_of(self._runner.cancel(_check_run_id(run_id), reason))
 
     def get_run(self, run_id: str) -> RunRecordDict:
         """The run's record as a dict."""
@@ -178,7 +178,7 @@ class OmniCoreAgent:
         self._pruned_at = time.monotonic()
         return run_state.prune(self._store(), self.name, self.config.run_retention_days)
 
-    def _after_run(self, result: dict[str, Any]) -> None:
+    def _after_run(self, result: RunResult) -> None:
         if result["status"] == "completed":
             self._summarizer.schedule(result["session_id"])
         if not self._prune_due():

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from ._aio_pool import call as in_thread
+from .results import RunResult
 from .streaming import AgentStream, StreamEvent
 
 _END = object()
@@ -26,7 +27,7 @@ class AsyncAgentStream:
         self._iterator = iter(stream)
 
     @property
-    def result(self) -> dict[str, Any]:
+    def result(self) -> RunResult:
         return self._stream.result
 
     @property

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from .model.client import Completion
+from .results import RunResult
 
 
 @dataclass(frozen=True)
@@ -75,14 +76,14 @@ class ToolResult:
 class RunPaused:
     """The run waits for an approval or a budget; ``result`` is what ``run()`` returns."""
 
-    result: dict[str, Any]
+    result: RunResult
 
 
 @dataclass(frozen=True)
 class RunFinished:
     """The run ended (completed or failed); ``result`` is what ``run()`` returns."""
 
-    result: dict[str, Any]
+    result: RunResult
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ class StoppedReply:
 
 
 RunEvent = Union[ModelCallStarted, ModelCallFinished, TextDelta, Text, ToolCall, ToolResult, RunPaused, RunFinished, RunFailed]
-RunSteps = Generator[RunEvent, Union[Completion, StoppedReply, None], dict[str, Any]]
+RunSteps = Generator[RunEvent, Union[Completion, StoppedReply, None], RunResult]
 ModelCall = Callable[[Sequence[dict[str, Any]], Union[Sequence[dict[str, Any]], None]], Completion]
 
 
@@ -135,9 +136,9 @@ def events(steps: RunSteps, call_model: ModelCall) -> Iterator[RunEvent]:
         steps.close()
 
 
-def run_to_end(steps: RunSteps, call_model: ModelCall) -> dict[str, Any]:
+def run_to_end(steps: RunSteps, call_model: ModelCall) -> RunResult:
     """The blocking driver: run until the run pauses or finishes; return what ``run()`` returns."""
-    result: dict[str, Any] | None = None
+    result: RunResult | None = None
     for event in events(steps, call_model):
         if isinstance(event, (RunPaused, RunFinished)):
             result = event.result

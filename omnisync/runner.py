@@ -22,7 +22,7 @@ import secrets
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from . import run_state
 from ._logging import logger
@@ -45,6 +45,7 @@ from .run_events import (
     ToolResult,
 )
 from .redact import redact_text
+from .results import RunResult
 from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCELLED, COMPLETED, FAILED, PAUSED_STATUSES, RunRecord
 from .storable import MAX_ID_LENGTH, storable_reply, storable_tool_result
 from .stores.base import MemoryStore
@@ -324,7 +325,7 @@ class Runner:
 
     def _run_tools(
         self, store: MemoryStore, context: RunContext, calls: list[dict[str, Any]]
-    ) -> Generator[RunEvent, Any, dict[str, Any] | None]:
+    ) -> Generator[RunEvent, Any, RunResult | None]:
         awaiting = []
         for call in calls:
             decision = context.record.decisions.get(call["id"])
@@ -479,7 +480,7 @@ def _tool_name(call: dict[str, Any]) -> str | None:
     return name if len(name) <= MAX_ID_LENGTH else None
 
 
-def result_of(record: RunRecord) -> dict[str, Any]:
+def result_of(record: RunRecord) -> RunResult:
     """What run() and resume() return for a record."""
     result: dict[str, Any] = {
         "response": record.response,
@@ -502,4 +503,4 @@ def result_of(record: RunRecord) -> dict[str, Any]:
         result["error"] = record.error
     if record.status in PAUSED_STATUSES:
         result["response"] = None
-    return result
+    return cast(RunResult, result)

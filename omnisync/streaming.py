@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import OmnisyncError
 from .model.client import Completion
+from .results import RunResult
 from .run_events import (
     ModelCallFinished,
     ModelCallStarted,
@@ -60,17 +61,17 @@ class AgentStream:
     ``close()`` (from any thread) stops the run where it stands.
     """
 
-    def __init__(self, open_steps: Callable[[], RunSteps], client: ChatClient, after_run: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, open_steps: Callable[[], RunSteps], client: ChatClient, after_run: Callable[[RunResult], None]) -> None:
         self._open_steps = open_steps
         self._client = client
         self._after_run = after_run
         self._events: Iterator[StreamEvent] | None = None
         self._reply: CompletionStream | None = None
         self._stopping = threading.Event()
-        self._result: dict[str, Any] | None = None
+        self._result: RunResult | None = None
 
     @property
-    def result(self) -> dict[str, Any]:
+    def result(self) -> RunResult:
         if self._result is None:
             raise RuntimeError("the run has not paused or ended yet: iterate the stream to its end first")
         return self._result

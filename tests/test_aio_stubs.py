@@ -34,3 +34,12 @@ def test_the_stub_declares_every_public_member_of_each_twin_as_a_coroutine_or_pr
                 assert isinstance(declared.get(name), ast.AsyncFunctionDef), f"{twin.__name__}.{name} is no coroutine in the stub"
             elif isinstance(member, property):
                 assert isinstance(declared.get(name), ast.FunctionDef), f"{twin.__name__}.{name} is no property in the stub"
+
+
+def test_the_wheel_carries_the_stub():
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(SCRIPT.parents[1] / "setup.cfg")
+    shipped = [name.strip() for name in config["options.package_data"]["omnisync"].split(",")]
+    assert "aio.pyi" in shipped and "py.typed" in shipped
