@@ -5,25 +5,19 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import _env
 from .errors import ConfigurationError
 from .store_options import check_options
 from .store_urls import check_url
 from .stores.base import MemoryStore
+from .stores.registry import KINDS
 
-STORE_KINDS = ("in_memory", "sql", "redis", "mongodb")
-
-_URL_HINTS = {
-    "sql": ("DATABASE_URL", "sqlite:///./memory.db"),
-    "redis": ("REDIS_URL", "redis://localhost:6379/0"),
-    "mongodb": ("MONGODB_URI", "mongodb://localhost:27017"),
-}
+STORE_KINDS = tuple(KINDS)
 
 
 def missing_url_message(kind: str) -> str:
-    variable, example = _URL_HINTS[kind]
+    declared = KINDS[kind]
     return (
-        f'MemoryRouter("{kind}") needs {variable} (e.g. {example}). Set it, or use '
+        f'MemoryRouter("{kind}") needs {declared.environment} (e.g. {declared.example_url}). Set it, or use '
         'MemoryRouter("in_memory") for a store that lasts only as long as this process.'
     )
 
@@ -36,10 +30,10 @@ def check_kind(kind: object) -> str:
 
 def resolve_url(kind: str, url: str | None = None) -> str | None:
     """The URL a store of ``kind`` opens: ``url`` first, then the environment, checked; never a silent fallback."""
-    check_kind(kind)
-    if kind == "in_memory":
+    declared = KINDS[check_kind(kind)]
+    if not declared.networked:
         return None
-    url = url or {"sql": _env.database_url, "redis": _env.redis_url, "mongodb": _env.mongodb_uri}[kind]()
+    url = url or declared.read_environment()
     if not url:
         raise ConfigurationError(missing_url_message(kind))
     return check_url(kind, url)
@@ -48,23 +42,7 @@ def resolve_url(kind: str, url: str | None = None) -> str | None:
 def build_store(kind: str, url: str | None = None, **options: Any) -> MemoryStore:
     """A new store of ``kind`` on ``url`` (or the kind's environment variable), with ``options`` checked."""
     url = resolve_url(kind, url)
-    options = check_options(kind, options)
-    if kind == "in_memory":
-        from .stores.in_memory import InMemoryStore
-
-        return InMemoryStore()
-    assert url is not None
-    if kind == "sql":
-        from .stores.sql import SQLStore
-
-        return SQLStore(url, **options)
-    if kind == "redis":
-        from .stores.redis_store import RedisStore
-
-        return RedisStore.from_url(url, **options)
-    from .stores.mongo import MongoStore
-
-    return MongoStore.from_url(url, **options)
+    return KINDS[kind].build(url, check_options(kind, options))
 
 
 class MemoryRouter:

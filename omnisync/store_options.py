@@ -12,11 +12,11 @@ import inspect
 from typing import Any
 
 from .errors import ConfigurationError
+from .stores.registry import KINDS
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_TIMEOUT = 30.0
 WAITS = ("connect_timeout", "timeout")
-_OWN_OPTIONS = {"redis": ("prefix",), "mongodb": ("db_name", "collection")}
 
 
 def check_options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -30,7 +30,7 @@ def check_options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
         value = checked.setdefault(name, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ConfigurationError(f"MemoryRouter({kind!r}) option {name} must be a positive number of seconds, not {value!r}")
-    unknown = [name for name in checked if name not in WAITS and name not in _OWN_OPTIONS.get(kind, ()) and not _client_accepts(kind, name, checked[name])]
+    unknown = [name for name in checked if name not in WAITS and name not in KINDS[kind].own_options and not _client_accepts(kind, name, checked[name])]
     if unknown:
         raise ConfigurationError(
             f"MemoryRouter({kind!r}) does not take {_names(unknown)}; it takes {_accepted(kind)}"
@@ -62,9 +62,9 @@ def _client_accepts(kind: str, name: str, value: Any) -> bool:
 
 
 def _accepted(kind: str) -> str:
-    own = ", ".join((*WAITS, *_OWN_OPTIONS.get(kind, ())))
-    client = {"redis": " and redis.Redis's options", "mongodb": " and MongoClient's options"}.get(kind, " only")
-    return own + client
+    own = ", ".join((*WAITS, *KINDS[kind].own_options))
+    client = KINDS[kind].client
+    return f"{own} and {client}'s options" if client else f"{own} only"
 
 
 def _names(names: Any) -> str:

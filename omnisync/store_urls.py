@@ -6,21 +6,8 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigurationError
 from .redact import redact_url
+from .stores.registry import KINDS, kind_named_by
 
-KIND_OF_SCHEME = {
-    "sqlite": "sql",
-    "postgresql": "sql",
-    "postgres": "sql",
-    "mysql": "sql",
-    "mariadb": "sql",
-    "oracle": "sql",
-    "mssql": "sql",
-    "redis": "redis",
-    "rediss": "redis",
-    "unix": "redis",
-    "mongodb": "mongodb",
-    "mongodb+srv": "mongodb",
-}
 _SQL_FORMS = (
     "sqlite:///relative/path.db, sqlite:////absolute/path.db, sqlite:///:memory: "
     "or postgresql+psycopg://user:password@host:5432/dbname"
@@ -44,12 +31,6 @@ def check_url(kind: str, url: str) -> str:
     return url
 
 
-def kind_named_by(url: str) -> str | None:
-    """The store kind a URL's scheme names (``postgresql+psycopg://`` is ``sql``), or None."""
-    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
-    return KIND_OF_SCHEME.get(scheme) or KIND_OF_SCHEME.get(scheme.split("+", 1)[0])
-
-
 def _check_sql(url: str, dialect: str) -> None:
     if not dialect:
         raise ConfigurationError(f"{_shown(url)} is not a database URL; use {_SQL_FORMS}")
@@ -71,11 +52,7 @@ def _check_sql(url: str, dialect: str) -> None:
 
 
 def _example(kind: str) -> str:
-    return {
-        "sql": "sqlite:///./memory.db",
-        "redis": "redis://localhost:6379/0",
-        "mongodb": "mongodb://localhost:27017/omnisync",
-    }.get(kind, "none (in_memory takes no URL)")
+    return KINDS[kind].example_url or "none (in_memory takes no URL)"
 
 
 def _shown(url: str) -> str:

@@ -6,6 +6,7 @@ import pytest
 
 from omnisync.stores.base import MemoryStore
 from omnisync.stores.in_memory import InMemoryStore
+from omnisync.stores.registry import KINDS
 from omnisync.stores.mongo import MongoStore
 from omnisync.stores.redis_store import RedisStore
 from omnisync.stores.sql import SQLStore
@@ -24,4 +25,4 @@ def test_backend_implements_every_public_method(backend):
     for name in PUBLIC:
         ours, theirs = inspect.signature(getattr(MemoryStore, name)), inspect.signature(getattr(backend, name))
         assert list(ours.parameters) == list(theirs.parameters), (backend.__name__, name, theirs)
-    assert backend.kind in ("in_memory", "sql", "redis", "mongodb")
+    assert backend.kind in KINDS and issubclass(backend, KINDS[backend.kind].store_class())

@@ -92,3 +92,17 @@ def test_a_real_server_keeps_the_store_in_the_database_the_url_names():
             assert "omnisync_url_db_test" in store.client.list_database_names()
         finally:
             store.client.drop_database("omnisync_url_db_test")
+
+
+def test_every_kind_is_declared_once_and_its_schemes_name_it_back():
+    from omnisync.router import STORE_KINDS
+    from omnisync.stores.registry import KINDS, NETWORKED, kind_named_by
+
+    assert STORE_KINDS == tuple(KINDS) == ("in_memory", "sql", "redis", "mongodb")
+    assert NETWORKED == ("sql", "redis", "mongodb")
+    for kind in KINDS.values():
+        assert kind.store_class().kind == kind.name
+        for scheme in kind.schemes:
+            assert kind_named_by(f"{scheme}://host/x") == kind.name
+        if kind.networked:
+            assert kind_named_by(kind.example_url) == kind.name

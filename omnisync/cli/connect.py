@@ -8,18 +8,16 @@ that is set picks it. Several set, or none, is an error that names them: never a
 
 from __future__ import annotations
 
-from typing import Any
 
-from .. import _env
 from ..redact import redact_url
 from ..router import MemoryRouter
-from ..store_urls import kind_named_by
+from ..stores.registry import KINDS, NETWORKED, kind_named_by
 from .errors import UsageError
 
-CLI_KINDS = ("sql", "redis", "mongodb")
+CLI_KINDS = NETWORKED
 """The kinds the command line can reach: an ``in_memory`` store lives only inside its process."""
 
-_ENV_URLS = (("DATABASE_URL", "sql", _env.database_url), ("REDIS_URL", "redis", _env.redis_url), ("MONGODB_URI", "mongodb", _env.mongodb_uri))
+_ENV_URLS = tuple((str(KINDS[kind].environment), kind, KINDS[kind].read_environment) for kind in NETWORKED)
 _IN_PROCESS = "memory: is an in-process store: nothing outside the process that made it can read it"
 
 
@@ -43,7 +41,8 @@ def kind_from_environment() -> str:
     if len(found) == 1:
         return found[0][1]
     if not found:
-        raise UsageError("no store given: pass --store KIND (and --url URL), or set DATABASE_URL, REDIS_URL or MONGODB_URI")
+        variables = ", ".join(name for name, _, _ in _ENV_URLS)
+        raise UsageError(f"no store given: pass --store KIND (and --url URL), or set one of {variables}")
     names = " and ".join(name for name, _ in found)
     kinds = "|".join(kind for _, kind in found)
     raise UsageError(f"{names} are set: pass --store {kinds} to choose one")
@@ -52,7 +51,7 @@ def kind_from_environment() -> str:
 def open_router(kind: str | None, url: str | None, timeout: float) -> MemoryRouter:
     """A router on the chosen store, made if it is not there yet; connections fail within ``timeout`` seconds where the driver allows."""
     kind = choose_kind(kind, url)
-    return MemoryRouter(kind, url=url, **client_options(kind, timeout))
+    return MemoryRouter(kind, url=url, connect_timeout=timeout)
 
 
 def choose_kind(kind: str | None, url: str | None) -> str:
@@ -69,12 +68,3 @@ def choose_kind(kind: str | None, url: str | None) -> str:
 def url_of(kind: str, url: str | None) -> str | None:
     """``url``, or the kind's environment variable, as MemoryRouter reads it."""
     return url or next(read() for _, named, read in _ENV_URLS if named == kind)
-
-
-def client_options(kind: str, timeout: float) -> dict[str, Any]:
-    if kind == "redis":
-        return {"socket_connect_timeout": timeout}
-    if kind == "mongodb":
-        millis = int(timeout * 1000)
-        return {"serverSelectionTimeoutMS": millis, "connectTimeoutMS": millis}
-    return {}

@@ -21,7 +21,7 @@ from typing import Any
 from .. import _env
 from ..router import MemoryRouter
 from ..redact import redact_url as redact
-from .connect import choose_kind, client_options, open_router, url_of
+from .connect import choose_kind, open_router, url_of
 from .errors import CommandError
 
 _REASON = "reading never creates one"
@@ -88,7 +88,7 @@ def _check_redis(url: str, timeout: float) -> None:
 
     prefix = _env.redis_prefix()
     try:
-        client = redis.Redis.from_url(url, **client_options("redis", timeout))
+        client = redis.Redis.from_url(url, socket_connect_timeout=timeout)
     except ValueError:
         return  # opening the store says what is wrong with the URL
     try:
@@ -111,7 +111,10 @@ def _existing_mongodb(url: str, timeout: float) -> Iterator[MemoryRouter]:
     from ..stores.mongo import MongoStore
 
     try:
-        client: pymongo.MongoClient[Any] = pymongo.MongoClient(url, tz_aware=True, appname="omnisync", **client_options("mongodb", timeout))
+        millis = int(timeout * 1000)
+        client: pymongo.MongoClient[Any] = pymongo.MongoClient(
+            url, tz_aware=True, appname="omnisync", serverSelectionTimeoutMS=millis, connectTimeoutMS=millis
+        )
     except PyMongoError:
         with open_router("mongodb", url, timeout) as router:  # it words the configuration error
             yield router
