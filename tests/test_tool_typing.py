@@ -64,8 +64,13 @@ def mypy_strict(tmp_path, name, snippet):
     source.write_text(snippet)
     stdout, stderr, status = api.run(["--strict", "--config-file", "", "--cache-dir", str(tmp_path / "cache"), str(source)])
     assert not stderr
-    lines = [pep604(line.split(": ", 1)[1].replace("builtins.", "")) for line in stdout.splitlines() if line.startswith(str(source))]
+    lines = [newer_form(line.split(": ", 1)[1]) for line in stdout.splitlines() if line.startswith(str(source))]
     return lines, status, stdout
+
+
+def newer_form(text):
+    """A message as current mypy words it: older ones write ``builtins.str`` and ``TypedDict('name', ...)``."""
+    return pep604(re.sub(r"TypedDict\('([\w.]+)'", r"TypedDict(\1", text.replace("builtins.", "")))
 
 
 def pep604(text):
