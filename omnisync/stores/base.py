@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
-from ..errors import NotSerializableError
+from ..errors import NotSerializableError, RunConflictError
 from ..messages import Message
 from ..run_record import RunRecord
 
@@ -199,3 +199,10 @@ def check_serializable(messages: Sequence[Message]) -> None:
                     raise NotSerializableError(
                         f"a message's {field_name} must be JSON data (dict, list, str, int, float, bool, None): {exc}. Nothing was written."
                     ) from None
+
+
+def run_conflict(record: RunRecord, expected_version: int | None) -> RunConflictError:
+    """The error of a save_run whose compare-and-set did not hold, worded alike by every store."""
+    if expected_version is None:
+        return RunConflictError(f"run {record.run_id} already exists")
+    return RunConflictError(f"run {record.run_id} was changed by someone else (expected version {expected_version})")

@@ -9,10 +9,9 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any, cast
 
-from ..errors import RunConflictError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import RunRecord
-from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable
+from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable, run_conflict
 
 
 @dataclass
@@ -126,9 +125,9 @@ class InMemoryStore(MemoryStore):
         with self._lock:
             stored = self._runs.get(key)
             if expected_version is None and stored is not None:
-                raise RunConflictError(f"run {record.run_id} already exists")
+                raise run_conflict(record, expected_version)
             if expected_version is not None and (stored is None or stored.version != expected_version):
-                raise RunConflictError(f"run {record.run_id} was changed by someone else (expected version {expected_version})")
+                raise run_conflict(record, expected_version)
             saved = record.evolve(version=(expected_version or 0) + 1)
             self._runs[key] = saved
             return saved

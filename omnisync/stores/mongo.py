@@ -61,11 +61,11 @@ from urllib.parse import unquote, urlsplit
 
 from .. import _env
 from .._logging import logger
-from ..errors import ConfigurationError, MissingDependencyError, RunConflictError, StoreError
+from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable
+from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable, run_conflict
 
 try:
     import pymongo
@@ -393,10 +393,10 @@ class MongoStore(MemoryStore):
             try:
                 self.runs.insert_one(document)
             except DuplicateKeyError as exc:
-                raise _conflict(record, expected_version) from exc
+                raise run_conflict(record, expected_version) from exc
             if not self._is_newest(key, version):
                 self.runs.delete_one({"_id": document["_id"]})
-                raise _conflict(record, expected_version)
+                raise run_conflict(record, expected_version)
             try:
                 self.runs.delete_many({**key, "version": {"$lt": version}})
             except PyMongoError as exc:  # readers skip them; the next save deletes them
@@ -514,12 +514,6 @@ def _only_duplicates(exc: PyMongoError) -> bool:
     details = exc.details
     errors = details.get("writeErrors") or []
     return bool(errors) and not details.get("writeConcernErrors") and all(e.get("code") == _DUPLICATE_KEY for e in errors)
-
-
-def _conflict(record: RunRecord, expected_version: int | None) -> RunConflictError:
-    if expected_version is None:
-        return RunConflictError(f"run {record.run_id} already exists")
-    return RunConflictError(f"run {record.run_id} was changed by someone else (expected version {expected_version})")
 
 
 def _newest_versions(docs: Any) -> dict[str, int]:

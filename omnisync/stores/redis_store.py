@@ -42,11 +42,11 @@ from typing import Any, cast
 
 from .. import _env
 from .._logging import logger
-from ..errors import ConfigurationError, MissingDependencyError, RunConflictError, StoreError
+from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable
+from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable, run_conflict
 
 try:
     import redis
@@ -403,8 +403,8 @@ class RedisStore(MemoryStore):
             done = int(self._save_run(keys=keys, args=args))
         if done != 1:
             if expected_version is None:
-                raise RunConflictError(f"run {record.run_id} already exists")
-            raise RunConflictError(f"run {record.run_id} was changed by someone else (expected version {expected_version})")
+                raise run_conflict(record, expected_version)
+            raise run_conflict(record, expected_version)
         return saved
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:

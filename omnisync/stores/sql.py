@@ -19,11 +19,11 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, cast
 
 from .._logging import logger
-from ..errors import MissingDependencyError, RunConflictError, StoreError
+from ..errors import MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable
+from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable, run_conflict
 
 try:
     import sqlalchemy as sa
@@ -310,20 +310,20 @@ class SQLStore(MemoryStore):
             with self._serial or nullcontext():
                 if expected_version is None:
                     if self._hot.write_one(self._hot.insert_run, values) is None:
-                        raise RunConflictError(f"run {record.run_id} already exists")
+                        raise run_conflict(record, expected_version)
                     return saved
                 key = {"key_agent": record.agent, "key_run_id": record.run_id, "expected": expected_version}
                 if self._hot.write_one(self._hot.update_run, {**values, **key}) != 1:
-                    raise RunConflictError(f"run {record.run_id} was changed by someone else (expected version {expected_version})")
+                    raise run_conflict(record, expected_version)
             return saved
         with self._tx(write=True) as conn:
             if expected_version is None:
                 try:
                     conn.execute(_INSERT_RUN, row)
                 except IntegrityError as exc:
-                    raise RunConflictError(f"run {record.run_id} already exists") from exc
+                    raise run_conflict(record, expected_version) from exc
             elif conn.execute(_UPDATE_RUN, {**row, "key_agent": record.agent, "key_run_id": record.run_id, "expected": expected_version}).rowcount != 1:
-                raise RunConflictError(f"run {record.run_id} was changed by someone else (expected version {expected_version})")
+                raise run_conflict(record, expected_version)
         return saved
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
