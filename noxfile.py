@@ -107,7 +107,8 @@ def run_suite_from_a_copy(session: nox.Session, env: dict[str, str] | None = Non
         else:
             shutil.copy2(source, workdir / name)
     session.chdir(workdir)
-    session.run("python", "-m", "pytest", "-q", *session.posargs, env={"OMNISYNC_TEST_INSTALLED": "1", **(env or {})})
+    workers = ("-n", "2")  # pytest-xdist: the suite mostly waits (subprocesses, servers), so two workers halve it
+    session.run("python", "-m", "pytest", "-q", *workers, *session.posargs, env={"OMNISYNC_TEST_INSTALLED": "1", **(env or {})})
 
 
 def declared_floors() -> list[str]:
