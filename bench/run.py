@@ -93,10 +93,10 @@ class Setup:
             self.raw = b.RawInProcess()
             self.storage = lambda: None
         elif kind == "sqlite":
-            from omnisync.stores.sql import SQLStore
+            from omnisync.stores.registry import KINDS
 
             self.path = os.path.join(directory, "omnisync.db")
-            self.store = SQLStore(f"sqlite:///{self.path}")
+            self.store = KINDS["sql"].build(f"sqlite:///{self.path}", {})  # what MemoryRouter("sql", url=...) opens
             b.count_sql(self.store.engine, counter)
             self.raw = b.RawSQLite(os.path.join(directory, "raw.db"), counter)
             self.storage = self._sqlite_storage
@@ -119,6 +119,7 @@ class Setup:
         import psycopg
         from sqlalchemy.engine import make_url
 
+        from omnisync.stores.registry import KINDS
         from omnisync.stores.sql import SQLStore
 
         url = os.environ.get("DATABASE_URL_POSTGRES")
@@ -137,7 +138,8 @@ class Setup:
         tables = "omnisync_messages, omnisync_sessions, omnisync_runs, omnisync_schema, raw_messages, raw_sessions"
         with psycopg.connect(conninfo, autocommit=True) as conn:
             conn.execute(f"DROP TABLE IF EXISTS {tables}")
-        self.store = SQLStore(given.set(database=bench_db).render_as_string(hide_password=False))
+        self.store = KINDS["sql"].build(given.set(database=bench_db).render_as_string(hide_password=False), {})
+        assert isinstance(self.store, SQLStore)
         b.count_sql(self.store.engine, counter)
         self.raw = b.RawPostgres(conninfo, counter)
         self._conninfo = conninfo
@@ -152,7 +154,7 @@ class Setup:
     def _redis(self, b: Any, counter: Any) -> None:
         import redis
 
-        from omnisync.stores.redis_store import RedisStore
+        from omnisync.stores.registry import KINDS
 
         url = os.environ.get("REDIS_URL")
         if not url:
@@ -165,7 +167,7 @@ class Setup:
             raise b.Unavailable(f"Redis at {url} is not reachable: {exc}") from exc
         self.client = client
         b.count_redis(counter)
-        self.store = RedisStore.from_url(url, prefix=self.prefix)
+        self.store = KINDS["redis"].build(url, {"prefix": self.prefix})
         self.raw = b.RawRedis(client, f"{self.prefix}-raw")
         self.storage = self._redis_storage
 

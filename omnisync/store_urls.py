@@ -36,6 +36,11 @@ def _check_sql(url: str, dialect: str) -> None:
         raise ConfigurationError(f"{_shown(url)} is not a database URL; use {_SQL_FORMS}")
     if dialect == "postgres":
         raise ConfigurationError(f"{_shown(url)}: SQLAlchemy calls the scheme postgresql; use {_SQL_FORMS}")
+    if dialect not in ("sqlite", "postgresql"):
+        raise ConfigurationError(
+            f"{_shown(url)} is a {dialect} URL; omnisync's SQL store runs on SQLite and PostgreSQL: use {_SQL_FORMS}, "
+            "or another kind of store (redis, mongodb)"
+        )
     if dialect == "sqlite" and urlsplit(url).netloc:
         path = url.split("://", 1)[1]
         raise ConfigurationError(

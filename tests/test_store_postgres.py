@@ -12,19 +12,31 @@ from store_contract import AGENT, SharedStoreContract, user
 pytestmark = pytest.mark.backend("postgres")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def pg_url():
+    """A database of this test process's own: the contract empties its tables before each
+    test, which must not touch what another process's tests (or another suite) are writing."""
     url = postgres_url()
     try:
         SQLStore(url).close()
     except StoreError as exc:
         unreachable("PostgreSQL", str(exc).splitlines()[0])
-    return url
+    given = sa.engine.make_url(url)
+    name = f"omnisync_contract_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(given, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        yield given.set(database=name).render_as_string(hide_password=False)
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
 
 
 @pytest.fixture
 def store(pg_url):
-    """A fresh store: the shared tables, emptied before each test."""
+    """A fresh store: this process's tables, emptied before each test."""
     with SQLStore(pg_url) as store:
         with store.engine.begin() as conn:
             conn.execute(sa.text("TRUNCATE omnisync_messages, omnisync_sessions, omnisync_runs"))

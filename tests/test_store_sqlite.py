@@ -1,14 +1,28 @@
+"""The store contract on SQLite through both of its paths: SQLiteStore (what a SQLite URL
+opens, its hottest operations on sqlite3 directly) and SQLStore (SQLAlchemy Core throughout,
+the path PostgreSQL takes)."""
+
 from contextlib import closing
 import functools
+import gc
 import sqlite3
 import threading
+import types
 
 import pytest
+import sqlalchemy as sa
 
-from omnisync.errors import StoreError
+from omnisync import MemoryRouter
+from omnisync.errors import ConfigurationError, StoreError
 from omnisync.stores.sql import SQLStore
+from omnisync.stores.sqlite import SQLiteStore
 from omnisync.stores import sql_schema
 from store_contract import AGENT, SharedStoreContract, StoreContract, user
+
+
+@pytest.fixture(params=[SQLiteStore, SQLStore], ids=["sqlite3-path", "sqlalchemy-path"])
+def store_class(request):
+    return request.param
 
 
 @pytest.fixture
@@ -17,14 +31,14 @@ def sqlite_url(tmp_path):
 
 
 @pytest.fixture
-def store(sqlite_url):
-    with SQLStore(sqlite_url) as store:
+def store(store_class, sqlite_url):
+    with store_class(sqlite_url) as store:
         yield store
 
 
 @pytest.fixture
-def store_opener(sqlite_url):
-    return functools.partial(SQLStore, sqlite_url)
+def store_opener(store_class, sqlite_url):
+    return functools.partial(store_class, sqlite_url)
 
 
 class TestSQLiteFileStore(SharedStoreContract):
@@ -69,8 +83,8 @@ class TestSQLiteFileStore(SharedStoreContract):
 
 
 @pytest.fixture
-def memory_store():
-    with SQLStore("sqlite://") as store:
+def memory_store(store_class):
+    with store_class("sqlite://") as store:
         yield store
 
 
@@ -91,3 +105,68 @@ class TestSQLiteInMemoryStore(StoreContract):
             thread.join()
         seqs = [m.seq for m in store.history(AGENT, "s")]
         assert len(seqs) == 400 and seqs == sorted(set(seqs))
+
+
+def test_a_sqlite_url_opens_the_sqlite_path(sqlite_url):
+    with SQLStore.from_url(sqlite_url) as store:
+        assert type(store) is SQLiteStore
+    router = MemoryRouter("sql", url=sqlite_url)
+    try:
+        router.store.append(AGENT, "s", [user("hi")])
+        assert type(router.store) is SQLiteStore
+    finally:
+        router.close()
+
+
+def test_both_paths_read_what_the_other_wrote(sqlite_url):
+    with SQLiteStore(sqlite_url) as fast, SQLStore(sqlite_url) as core:
+        fast.append(AGENT, "s", [user("one"), user("two")])
+        core.append(AGENT, "s", [user("three")])
+        expected = ["one", "two", "three"]
+        assert [m.content for m in fast.history(AGENT, "s")] == expected
+        assert [m.content for m in core.window(AGENT, "s", max_messages=10)] == expected
+        assert [m.seq for m in fast.window(AGENT, "s", max_messages=10)] == [m.seq for m in core.history(AGENT, "s")]
+
+
+def test_each_thread_keeps_one_connection_and_close_closes_them_all(sqlite_url):
+    store = SQLiteStore(sqlite_url)
+    seen = {}
+
+    def work(name):
+        for i in range(3):
+            store.append(AGENT, name, [user(str(i))])
+            with store._connection() as connection:
+                seen.setdefault(name, set()).add(id(connection))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(len(ids) == 1 for ids in seen.values()), seen
+    assert seen["a"] != seen["b"]
+    gc.collect()
+    assert len(store._threads._all) == 0  # a thread that ended took its connection with it
+    with store._connection() as mine:
+        pass
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        mine.execute("select 1")
+
+
+def test_a_store_used_after_close_opens_a_new_connection_rather_than_failing(sqlite_url):
+    store = SQLiteStore(sqlite_url)
+    store.append(AGENT, "s", [user("kept")])
+    store.close()
+    assert [m.content for m in store.history(AGENT, "s")] == ["kept"]
+    assert [m.content for m in store.window(AGENT, "s", max_messages=5)] == ["kept"]
+    store.close()
+
+
+def test_dialects_other_than_sqlite_and_postgresql_are_refused_with_what_to_use():
+    with pytest.raises(ConfigurationError, match="runs on SQLite and PostgreSQL"):
+        MemoryRouter("sql", url="mysql://user@127.0.0.1/omnisync")
+    no_driver_needed = types.SimpleNamespace(paramstyle="format", Error=Exception, version_info=(1, 4, 0))
+    engine = sa.create_engine("mysql+mysqldb://user@127.0.0.1:1/omnisync", module=no_driver_needed)
+    with pytest.raises(StoreError, match="runs on SQLite and PostgreSQL, not mysql"):
+        SQLStore(engine=engine)

@@ -5,13 +5,11 @@ import inspect
 import pytest
 
 from omnisync.stores.base import MemoryStore
-from omnisync.stores.in_memory import InMemoryStore
 from omnisync.stores.registry import KINDS
-from omnisync.stores.mongo import MongoStore
-from omnisync.stores.redis_store import RedisStore
-from omnisync.stores.sql import SQLStore
+from omnisync.stores.sqlite import SQLiteStore
 
-BACKENDS = [InMemoryStore, SQLStore, RedisStore, MongoStore]
+# Every kind the registry declares, and the subclass a SQLite URL opens.
+BACKENDS = [kind.store_class() for kind in KINDS.values()] + [SQLiteStore]
 PUBLIC = [name for name, member in inspect.getmembers(MemoryStore, inspect.isfunction) if not name.startswith("_")]
 
 

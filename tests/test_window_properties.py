@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from omnisync.messages import Message
 from omnisync.stores.in_memory import InMemoryStore
 from omnisync.stores.sql import SQLStore
+from omnisync.stores.sqlite import SQLiteStore
 
 plain = st.builds(lambda role, tokens: [Message(role=role, content="x", tokens=tokens)], st.sampled_from(["user", "assistant"]), st.integers(1, 50))
 
@@ -21,7 +22,7 @@ def exchange(draw):
 
 
 sessions = st.lists(st.one_of(plain, exchange()), min_size=0, max_size=40)
-STORES = [InMemoryStore(), SQLStore("sqlite://")]
+STORES = [InMemoryStore(), SQLStore("sqlite://"), SQLiteStore("sqlite://")]
 
 
 def check(window, stored, bound_messages=None, bound_tokens=None):

@@ -60,9 +60,8 @@ KINDS: dict[str, StoreKind] = {
             environment="DATABASE_URL",
             read_environment=_env.database_url,
             example_url="sqlite:///./memory.db",
-            schemes=("sqlite", "postgresql", "postgres", "mysql", "mariadb", "oracle", "mssql"),
+            schemes=("sqlite", "postgresql", "postgres"),
             extra="postgres",
-            open=lambda store_class, url, options: store_class(url, **options),
         ),
         StoreKind(
             "redis",

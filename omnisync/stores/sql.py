@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta, timezone
-from typing import Any, cast
+from typing import Any
 
 from .._logging import logger
 from ..errors import MissingDependencyError, StoreError
@@ -40,34 +40,33 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
     ) from _missing
 
 from . import sql_schema as schema
-from .sqlite_hot_path import SQLiteHotPath
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _m = schema.messages.c
-# In Message's field order, so a row becomes a Message positionally.
-_COLUMNS = (
-    _m.role, _m.content, _m.tool_calls, _m.tool_call_id, _m.name, _m.metadata, _m.tokens,
-    _m.run_id, _m.agent, _m.session_id, _m.seq, _m.status, _m.created_at_us,
+# A message's columns but those a session's WHERE clause fixes (agent, session_id, status),
+# in the order row_message reads them.
+MESSAGE_COLUMNS = (
+    _m.role, _m.content, _m.tool_calls, _m.tool_call_id, _m.name, _m.metadata, _m.tokens, _m.run_id, _m.seq, _m.created_at_us,
 )
 # Statements built once: a window load only binds values.
-_LATEST = (
-    sa.select(*_COLUMNS)
+LATEST = (
+    sa.select(*MESSAGE_COLUMNS)
     .where(_m.agent == sa.bindparam("agent"), _m.session_id == sa.bindparam("session_id"), _m.status == ACTIVE)
     .order_by(_m.seq.desc())
     .limit(sa.bindparam("limit", type_=sa.Integer))
 )
-_LATEST_BEFORE = _LATEST.where(_m.seq < sa.bindparam("before"))
-_INSERT_MESSAGE = schema.messages.insert()
+LATEST_BEFORE = LATEST.where(_m.seq < sa.bindparam("before"))
+INSERT_MESSAGE = schema.messages.insert()
 _r = schema.runs.c
-_INSERT_RUN = schema.runs.insert()
-_UPDATE_RUN = schema.runs.update().where(
-    _r.agent == sa.bindparam("key_agent"), _r.run_id == sa.bindparam("key_run_id"), _r.version == sa.bindparam("expected")
+RUN_COLUMNS = ("agent", "run_id", "session_id", "status", "version", "created_at", "finished_at", "data")
+# Every column bound by name, so a compiled statement names them all whatever a call passes.
+INSERT_RUN = schema.runs.insert().values({name: sa.bindparam(f"v_{name}") for name in RUN_COLUMNS})
+UPDATE_RUN = (
+    schema.runs.update()
+    .where(_r.agent == sa.bindparam("key_agent"), _r.run_id == sa.bindparam("key_run_id"), _r.version == sa.bindparam("expected"))
+    .values({name: sa.bindparam(f"v_{name}") for name in RUN_COLUMNS})
 )
-_LOAD_RUN = sa.select(_r.data).where(_r.agent == sa.bindparam("agent"), _r.run_id == sa.bindparam("run_id"))
-_RUN_COLUMNS = ("agent", "run_id", "session_id", "status", "version", "created_at", "finished_at", "data")
-# With every column bound by name, for the SQLite hot path (which needs them all in the compiled SQL).
-_INSERT_RUN_ALL_COLUMNS = schema.runs.insert().values({name: sa.bindparam(f"v_{name}") for name in _RUN_COLUMNS})
-_UPDATE_RUN_ALL_COLUMNS = _UPDATE_RUN.values({name: sa.bindparam(f"v_{name}") for name in _RUN_COLUMNS})
+LOAD_RUN = sa.select(_r.data).where(_r.agent == sa.bindparam("agent"), _r.run_id == sa.bindparam("run_id"))
 
 
 def _counter_upsert(insert: Any) -> Any:
@@ -81,7 +80,8 @@ def _counter_upsert(insert: Any) -> Any:
     )
 
 
-_UPSERT_COUNTER = {"sqlite": _counter_upsert(_sqlite.insert), "postgresql": _counter_upsert(_postgresql.insert)}
+UPSERT_COUNTER = {"sqlite": _counter_upsert(_sqlite.insert), "postgresql": _counter_upsert(_postgresql.insert)}
+DIALECTS = tuple(UPSERT_COUNTER)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 _WRITE = "omnisync_write"
@@ -92,7 +92,11 @@ class _Rollback(Exception):
 
 
 class SQLStore(MemoryStore):
-    """Messages and runs in any database SQLAlchemy reaches (``DATABASE_URL``)."""
+    """Messages and runs in SQLite or PostgreSQL through SQLAlchemy Core (``DATABASE_URL``).
+
+    :meth:`from_url` opens SQLite files as :class:`~omnisync.stores.sqlite.SQLiteStore`, which
+    runs the hottest operations on sqlite3 directly; this class is the path for everything else.
+    """
 
     kind = "sql"
 
@@ -111,11 +115,19 @@ class SQLStore(MemoryStore):
             raise ValueError("SQLStore needs a url or an engine")
         self._owns_engine = engine is None
         self.engine: Engine = engine if engine is not None else create_engine(url, connect_timeout, timeout)  # type: ignore[arg-type]
-        self._is_sqlite = self.engine.dialect.name == "sqlite"
-        self._is_postgres = self.engine.dialect.name == "postgresql"
+        dialect = self.engine.dialect.name
+        if dialect not in DIALECTS:
+            if self._owns_engine:
+                self.engine.dispose()
+            raise StoreError(
+                f"omnisync's SQL store runs on SQLite and PostgreSQL, not {dialect}: "
+                "use a sqlite:/// or postgresql:// URL (or another kind of store: redis, mongodb)."
+            )
+        self._upsert_counter = UPSERT_COUNTER[dialect]
+        self._is_postgres = dialect == "postgresql"
         # One shared connection (in-memory SQLite) must not interleave two transactions.
         self._serial = threading.RLock() if isinstance(self.engine.pool, StaticPool) else None
-        if self._is_sqlite:
+        if dialect == "sqlite":
             _configure_sqlite(self.engine)
         try:
             self._ensure_schema()
@@ -123,27 +135,15 @@ class SQLStore(MemoryStore):
             if self._owns_engine:
                 self.engine.dispose()
             raise
-        self._hot = (
-            SQLiteHotPath(
-                self.engine,
-                {
-                    "latest": _LATEST,
-                    "latest_before": _LATEST_BEFORE,
-                    "upsert_counter": _UPSERT_COUNTER["sqlite"],
-                    "insert_message": _INSERT_MESSAGE,
-                    "insert_run": _INSERT_RUN_ALL_COLUMNS,
-                    "update_run": _UPDATE_RUN_ALL_COLUMNS,
-                    "load_run": _LOAD_RUN,
-                },
-                self._describe(),
-            )
-            if self._is_sqlite
-            else None
-        )
 
     @classmethod
-    def from_url(cls, url: str) -> "SQLStore":
-        return cls(url)
+    def from_url(cls, url: str, **options: Any) -> "SQLStore":
+        """The store for ``url``: SQLite's own subclass for a SQLite URL, this class otherwise."""
+        if make_url(url).get_backend_name() == "sqlite":
+            from .sqlite import SQLiteStore
+
+            return SQLiteStore(url, **options)
+        return cls(url, **options)
 
     # --- transactions ---------------------------------------------------------------
 
@@ -179,63 +179,33 @@ class SQLStore(MemoryStore):
         check_serializable(messages)
         if not messages:
             return []
-        now = utcnow()
-        now_us = _micros(now)
-        step = SEQ_STEP * len(messages)
-
-        def place(last: int) -> tuple[list[Message], list[dict[str, Any]]]:
-            first = last - SEQ_STEP * (len(messages) - 1)
-            written = [
-                m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now)
-                for i, m in enumerate(messages)
-            ]
-            return written, [_message_row(m) for m in written]
-
-        if self._hot is not None:
-            counter = {"agent": agent, "session_id": session_id, "step": step, "now": now_us}
-            with self._serial or nullcontext():
-                written: list[Message] = self._hot.append(counter, place)
-                return written
+        counter = counter_params(agent, session_id, len(messages))
         with self._tx(write=True) as conn:
-            written, rows = place(self._advance_counter(conn, agent, session_id, step, now_us))
-            conn.execute(_INSERT_MESSAGE, rows)
+            written, rows = place_messages(agent, session_id, messages, int(conn.execute(self._upsert_counter, counter).scalar_one()))
+            conn.execute(INSERT_MESSAGE, rows)
         return written
-
-    def _advance_counter(self, conn: Connection, agent: str, session_id: str, step: int, now_us: int) -> int:
-        params = {"agent": agent, "session_id": session_id, "step": step, "now": now_us}
-        upsert = _UPSERT_COUNTER.get(self.engine.dialect.name)
-        if upsert is not None:
-            return int(conn.execute(upsert, params).scalar_one())
-        table = schema.sessions
-        key = (table.c.agent == agent) & (table.c.session_id == session_id)
-        updated = conn.execute(table.update().where(key).values(last_seq=table.c.last_seq + step, updated_at_us=now_us))
-        if updated.rowcount == 0:
-            conn.execute(table.insert().values(agent=agent, session_id=session_id, last_seq=step, updated_at_us=now_us))
-        return int(conn.execute(sa.select(table.c.last_seq).where(key)).scalar_one())
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         if limit <= 0:
             return []
         params: dict[str, Any] = {"agent": agent, "session_id": session_id, "limit": limit}
-        query = _LATEST
+        query = LATEST
         if before_seq is not None:
-            query, params["before"] = _LATEST_BEFORE, before_seq
-        if self._hot is not None:
-            with self._serial or nullcontext():
-                return [_row_message(row) for row in self._hot.read_latest(params)]
+            query, params["before"] = LATEST_BEFORE, before_seq
         with self._tx() as conn:
-            return [_row_message(row) for row in conn.execute(query, params).all()]
+            return [row_message(row, agent, session_id) for row in conn.execute(query, params).all()]
 
     def window_query(self, agent: str, session_id: str, limit: int) -> Any:
         """The statement :meth:`latest` runs, with its values bound, for EXPLAIN in tests and benchmarks."""
-        return _LATEST.params(agent=agent, session_id=session_id, limit=limit)
+        return LATEST.params(agent=agent, session_id=session_id, limit=limit)
 
     def history(self, agent: str, session_id: str, include_inactive: bool = False) -> list[Message]:
-        query = sa.select(*_COLUMNS).where(_session_key(agent, session_id)).order_by(schema.messages.c.seq)
+        table = schema.messages
+        query = sa.select(*MESSAGE_COLUMNS, table.c.status).where(_session_key(agent, session_id)).order_by(table.c.seq)
         if not include_inactive:
-            query = query.where(schema.messages.c.status == ACTIVE)
+            query = query.where(table.c.status == ACTIVE)
         with self._tx() as conn:
-            return [_row_message(row) for row in conn.execute(query)]
+            return [row_message(row[:-1], agent, session_id, row[-1]) for row in conn.execute(query)]
 
     def clear(self, agent: str, session_id: str | None = None) -> int:
         key = schema.messages.c.agent == agent
@@ -283,7 +253,7 @@ class SQLStore(MemoryStore):
                 if conn.execute(change.where(in_range)).rowcount != expected_count:
                     raise _Rollback
                 try:
-                    conn.execute(table.insert(), [_message_row(written)])
+                    conn.execute(table.insert(), [message_row(written)])
                 except IntegrityError as exc:
                     raise _Rollback from exc
         except _Rollback:
@@ -294,46 +264,20 @@ class SQLStore(MemoryStore):
 
     def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
         saved = record.evolve(version=(expected_version or 0) + 1)
-        row = {
-            "agent": saved.agent,
-            "run_id": saved.run_id,
-            "session_id": saved.session_id,
-            "status": saved.status,
-            "version": saved.version,
-            "created_at": saved.created_at,
-            "finished_at": saved.finished_at if saved.status in FINISHED_STATUSES else None,
-            "data": saved.to_json(),
-        }
-        if self._hot is not None:
-            times = {"created_at": _sqlite_time(saved.created_at), "finished_at": _sqlite_time(cast("datetime | None", row["finished_at"]))}
-            values = {f"v_{name}": value for name, value in {**row, **times}.items()}
-            with self._serial or nullcontext():
-                if expected_version is None:
-                    if self._hot.write_one(self._hot.insert_run, values) is None:
-                        raise run_conflict(record, expected_version)
-                    return saved
-                key = {"key_agent": record.agent, "key_run_id": record.run_id, "expected": expected_version}
-                if self._hot.write_one(self._hot.update_run, {**values, **key}) != 1:
-                    raise run_conflict(record, expected_version)
-            return saved
+        values = run_values(saved)
         with self._tx(write=True) as conn:
             if expected_version is None:
                 try:
-                    conn.execute(_INSERT_RUN, row)
+                    conn.execute(INSERT_RUN, values)
                 except IntegrityError as exc:
                     raise run_conflict(record, expected_version) from exc
-            elif conn.execute(_UPDATE_RUN, {**row, "key_agent": record.agent, "key_run_id": record.run_id, "expected": expected_version}).rowcount != 1:
+            elif conn.execute(UPDATE_RUN, {**values, **run_key(record, expected_version)}).rowcount != 1:
                 raise run_conflict(record, expected_version)
         return saved
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
-        params = {"agent": agent, "run_id": run_id}
-        if self._hot is not None:  # every run reads its session's lease and holder: on SQLite, without SQLAlchemy's cost
-            with self._serial or nullcontext():
-                data = self._hot.read_one(params)
-            return RunRecord.from_json(data) if data is not None else None
         with self._tx() as conn:
-            data = conn.execute(_LOAD_RUN, params).scalar()
+            data = conn.execute(LOAD_RUN, {"agent": agent, "run_id": run_id}).scalar()
         return RunRecord.from_json(data) if data is not None else None
 
     def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
@@ -359,6 +303,43 @@ class SQLStore(MemoryStore):
     def close(self) -> None:
         if self._owns_engine:
             self.engine.dispose()
+
+
+# --- what both paths write and read ----------------------------------------------------
+
+
+def counter_params(agent: str, session_id: str, count: int) -> dict[str, Any]:
+    """The values of the seq counter's upsert for an append of ``count`` messages."""
+    return {"agent": agent, "session_id": session_id, "step": SEQ_STEP * count, "now": _micros(utcnow())}
+
+
+def place_messages(
+    agent: str, session_id: str, messages: Sequence[Message], last_seq: int
+) -> tuple[list[Message], list[dict[str, Any]]]:
+    """The messages as written, numbered up to ``last_seq``, and their rows."""
+    now = utcnow()
+    first = last_seq - SEQ_STEP * (len(messages) - 1)
+    written = [m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now) for i, m in enumerate(messages)]
+    return written, [message_row(m) for m in written]
+
+
+def run_values(saved: RunRecord) -> dict[str, Any]:
+    """A run record's column values, named as INSERT_RUN and UPDATE_RUN bind them."""
+    return {
+        "v_agent": saved.agent,
+        "v_run_id": saved.run_id,
+        "v_session_id": saved.session_id,
+        "v_status": saved.status,
+        "v_version": saved.version,
+        "v_created_at": saved.created_at,
+        "v_finished_at": saved.finished_at if saved.status in FINISHED_STATUSES else None,
+        "v_data": saved.to_json(),
+    }
+
+
+def run_key(record: RunRecord, expected_version: int) -> dict[str, Any]:
+    """UPDATE_RUN's WHERE values: the record, at the version the caller last saw."""
+    return {"key_agent": record.agent, "key_run_id": record.run_id, "expected": expected_version}
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -399,18 +380,23 @@ def _postgres_driver() -> str:
     )
 
 
+def prepare_sqlite_connection(dbapi_connection: Any, in_memory: bool) -> None:
+    """Every SQLite connection of ours: we issue BEGIN ourselves, wait for a busy file, and share files in WAL mode."""
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    if not in_memory:
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.close()
+
+
 def _configure_sqlite(engine: Engine) -> None:
     in_memory = isinstance(engine.pool, StaticPool)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
-        cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        if not in_memory:
-            cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")
-        cursor.close()
+        prepare_sqlite_connection(dbapi_connection, in_memory)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
@@ -424,7 +410,7 @@ def _session_key(agent: str, session_id: str) -> Any:
     return (schema.messages.c.agent == agent) & (schema.messages.c.session_id == session_id)
 
 
-def _message_row(message: Message) -> dict[str, Any]:
+def message_row(message: Message) -> dict[str, Any]:
     return {
         "agent": message.agent,
         "session_id": message.session_id,
@@ -442,8 +428,9 @@ def _message_row(message: Message) -> dict[str, Any]:
     }
 
 
-def _row_message(row: Any) -> Message:
-    role, content, tool_calls, tool_call_id, name, metadata, tokens, run_id, agent, session_id, seq, status, created = row
+def row_message(row: Sequence[Any], agent: str, session_id: str, status: str = ACTIVE) -> Message:
+    """A Message from a row of MESSAGE_COLUMNS, in the session the query named."""
+    role, content, tool_calls, tool_call_id, name, metadata, tokens, run_id, seq, created = row
     return Message(
         role,
         content,
@@ -457,13 +444,8 @@ def _row_message(row: Any) -> Message:
         session_id,
         seq,
         status,
-        _from_micros(created),
+        _EPOCH + timedelta(microseconds=created),
     )
-
-
-def _sqlite_time(moment: datetime | None) -> str | None:
-    """A time as SQLAlchemy's SQLite DateTime stores it (UTC wall time), so Core reads and compares it alike."""
-    return None if moment is None else moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def _micros(moment: datetime) -> int:

@@ -1,0 +1,226 @@
+"""SQLite files and memory: the SQL store, with its hottest operations on sqlite3 directly.
+
+A window load, a run's append and a run record's read and write are most of what a run does
+to its store, and through SQLAlchemy about two thirds of their time went to its execution
+machinery. Here they run the same statements, compiled once by SQLAlchemy from the store's
+own Core definitions, on one sqlite3 connection per thread; everything else is SQLStore's.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from datetime import datetime, timezone
+from typing import Any, TypeVar, cast
+
+from sqlalchemy.pool import StaticPool
+
+from ..errors import StoreError
+from ..messages import Message
+from ..run_record import RunRecord
+from .base import check_serializable, run_conflict
+from .sql import (
+    INSERT_MESSAGE,
+    INSERT_RUN,
+    LATEST,
+    LATEST_BEFORE,
+    LOAD_RUN,
+    SQLITE_BUSY_TIMEOUT_MS,
+    UPDATE_RUN,
+    UPSERT_COUNTER,
+    SQLStore,
+    counter_params,
+    place_messages,
+    prepare_sqlite_connection,
+    row_message,
+    run_key,
+    run_values,
+)
+
+T = TypeVar("T")
+
+
+class Prepared:
+    """A Core statement compiled once for sqlite3's qmark style, and how to order its values."""
+
+    def __init__(self, statement: Any, store: SQLStore) -> None:
+        compiled = statement.compile(dialect=store.engine.dialect)
+        self.sql: str = str(compiled)
+        self._names: list[str] = list(compiled.positiontup or [])
+        self._defaults: dict[str, Any] = dict(compiled.params)
+
+    def args(self, values: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(values[name] if name in values else self._defaults[name] for name in self._names)
+
+
+class SQLiteStore(SQLStore):
+    """A SQLite file (or ``sqlite://`` in memory) shared by the threads and processes of one machine."""
+
+    def __init__(self, url: str | None = None, **options: Any) -> None:
+        super().__init__(url, **options)
+        if self.engine.dialect.name != "sqlite":
+            self.close()
+            raise StoreError(f"SQLiteStore opens SQLite databases, not {self.engine.dialect.name}: use SQLStore.from_url")
+        self._latest = Prepared(LATEST, self)
+        self._latest_before = Prepared(LATEST_BEFORE, self)
+        self._upsert_counter_sql = Prepared(UPSERT_COUNTER["sqlite"], self)
+        self._insert_message = Prepared(INSERT_MESSAGE, self)
+        self._insert_run = Prepared(INSERT_RUN, self)
+        self._update_run = Prepared(UPDATE_RUN, self)
+        self._load_run = Prepared(LOAD_RUN, self)
+        # A file we opened gets a connection per thread, kept: checking one out of the pool
+        # costs about a third of a window load. Memory (one shared connection) and a user's
+        # engine (whose connect arguments we cannot see) go through the pool.
+        own_file = self._owns_engine and not isinstance(self.engine.pool, StaticPool)
+        self._threads: _ThreadConnections | None = _ThreadConnections(self.engine) if own_file else None
+
+    # --- the operations sped up ---------------------------------------------------------
+
+    def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        check_serializable(messages)
+        if not messages:
+            return []
+        counter = self._upsert_counter_sql.args(counter_params(agent, session_id, len(messages)))
+
+        def write(cursor: sqlite3.Cursor) -> list[Message]:
+            last_seq = cursor.execute(self._upsert_counter_sql.sql, counter).fetchone()[0]
+            written, rows = place_messages(agent, session_id, messages, last_seq)
+            cursor.executemany(self._insert_message.sql, [self._insert_message.args(row) for row in rows])
+            return written
+
+        return self._write(write)
+
+    def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
+        if limit <= 0:
+            return []
+        params: dict[str, Any] = {"agent": agent, "session_id": session_id, "limit": limit}
+        prepared = self._latest
+        if before_seq is not None:
+            prepared, params["before"] = self._latest_before, before_seq
+        with self._cursor() as cursor:
+            rows = cursor.execute(prepared.sql, prepared.args(params)).fetchall()
+        return [row_message(row, agent, session_id) for row in rows]
+
+    def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
+        saved = record.evolve(version=(expected_version or 0) + 1)
+        values = run_values(saved)
+        values["v_created_at"] = _sqlite_time(values["v_created_at"])
+        values["v_finished_at"] = _sqlite_time(values["v_finished_at"])
+        if expected_version is None:
+            prepared, params = self._insert_run, values
+        else:
+            prepared, params = self._update_run, {**values, **run_key(record, expected_version)}
+
+        def write(cursor: sqlite3.Cursor) -> int | None:
+            try:
+                return int(cursor.execute(prepared.sql, prepared.args(params)).rowcount)
+            except sqlite3.IntegrityError:
+                return None  # the run id is taken
+
+        if self._write(write) != 1:
+            raise run_conflict(record, expected_version)
+        return saved
+
+    def load_run(self, agent: str, run_id: str) -> RunRecord | None:
+        with self._cursor() as cursor:
+            row = cursor.execute(self._load_run.sql, self._load_run.args({"agent": agent, "run_id": run_id})).fetchone()
+        return RunRecord.from_json(row[0]) if row is not None else None
+
+    def close(self) -> None:
+        if self._threads is not None:
+            self._threads.close()
+        super().close()
+
+    # --- sqlite3 connections ------------------------------------------------------------
+
+    @contextmanager
+    def _cursor(self) -> Iterator[sqlite3.Cursor]:
+        with self._serial or nullcontext(), self._connection() as connection:
+            cursor = connection.cursor()
+            try:
+                yield cursor
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self._describe()} failed: {exc.__class__.__name__}: {exc}") from exc
+            finally:
+                cursor.close()
+
+    def _write(self, work: Callable[[sqlite3.Cursor], T]) -> T:
+        """``work`` in one write transaction, which takes the file's write lock up front."""
+        with self._cursor() as cursor:
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                done = work(cursor)
+                cursor.execute("COMMIT")
+            except BaseException:
+                if cursor.connection.in_transaction:
+                    cursor.execute("ROLLBACK")
+                raise
+            return done
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        if self._threads is not None:
+            yield self._threads.get(self._describe)
+            return
+        try:
+            pooled = self.engine.raw_connection()
+        except Exception as exc:
+            raise StoreError(f"{self._describe()} failed: {exc}") from exc
+        try:
+            yield cast(sqlite3.Connection, pooled.driver_connection)  # the SQLite dialect's pool holds sqlite3 connections
+        finally:
+            pooled.close()  # back to the pool
+
+
+class _ThreadConnections:
+    """One sqlite3 connection per thread on a file, each closed with its thread or the store."""
+
+    def __init__(self, engine: Any) -> None:
+        arguments, options = engine.dialect.create_connect_args(engine.url)
+        self._open = functools.partial(
+            sqlite3.connect, *arguments, **{**options, "check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        )
+        self._local = threading.local()
+        self._all: weakref.WeakSet[_Held] = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def get(self, describe: Callable[[], str]) -> sqlite3.Connection:
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is None:
+            try:
+                connection = self._open()
+                prepare_sqlite_connection(connection, in_memory=False)
+            except sqlite3.Error as exc:
+                raise StoreError(f"{describe()} failed: {exc.__class__.__name__}: {exc}") from exc
+            held = self._local.held = _Held(connection)
+            with self._lock:
+                self._all.add(held)
+        return held.connection
+
+    def close(self) -> None:
+        with self._lock:
+            for held in list(self._all):
+                held.connection.close()
+            self._all.clear()
+        self._local = threading.local()
+
+
+class _Held:
+    """A thread's connection; when its thread ends, this goes and sqlite3 closes the connection."""
+
+    __slots__ = ("connection", "__weakref__")
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+
+
+@functools.lru_cache(maxsize=1024)
+def _sqlite_time(moment: datetime | None) -> str | None:
+    """A time as SQLAlchemy's SQLite DateTime stores it (UTC wall time), so Core reads and compares it alike.
+
+    Cached: a run's records share their created_at through every save."""
+    return None if moment is None else moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
