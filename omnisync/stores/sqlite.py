@@ -36,7 +36,7 @@ from .sql import (
     counter_params,
     place_messages,
     prepare_sqlite_connection,
-    row_message,
+    rows_messages,
     run_key,
     run_values,
 )
@@ -101,9 +101,7 @@ class SQLiteStore(SQLStore):
         prepared = self._latest
         if before_seq is not None:
             prepared, params["before"] = self._latest_before, before_seq
-        with self._cursor() as cursor:
-            rows = cursor.execute(prepared.sql, prepared.args(params)).fetchall()
-        return [row_message(row, agent, session_id) for row in rows]
+        return rows_messages(self._read(prepared.sql, prepared.args(params)), agent, session_id)
 
     def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
         saved = record.evolve(version=(expected_version or 0) + 1)
@@ -126,9 +124,8 @@ class SQLiteStore(SQLStore):
         return saved
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
-        with self._cursor() as cursor:
-            row = cursor.execute(self._load_run.sql, self._load_run.args({"agent": agent, "run_id": run_id})).fetchone()
-        return RunRecord.from_json(row[0]) if row is not None else None
+        rows = self._read(self._load_run.sql, self._load_run.args({"agent": agent, "run_id": run_id}))
+        return RunRecord.from_json(rows[0][0]) if rows else None
 
     def close(self) -> None:
         if self._threads is not None:
@@ -136,6 +133,16 @@ class SQLiteStore(SQLStore):
         super().close()
 
     # --- sqlite3 connections ------------------------------------------------------------
+
+    def _read(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        """One SELECT's rows: a single statement is atomic on its own, so no transaction."""
+        try:
+            if self._threads is not None:  # the hot case, without the context managers below
+                return self._threads.get(self._describe).execute(sql, args).fetchall()
+            with self._serial or nullcontext(), self._connection() as connection:
+                return connection.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self._describe()} failed: {exc.__class__.__name__}: {exc}") from exc
 
     @contextmanager
     def _cursor(self) -> Iterator[sqlite3.Cursor]:
