@@ -189,24 +189,24 @@ class Setup:
     def _mongodb(self, b: Any, counter: Any) -> None:
         import pymongo
 
-        from omnisync.stores.mongo import MongoStore
+        from omnisync.stores.registry import KINDS
 
         uri = os.environ.get("MONGODB_URI")
         if not uri:
             raise b.Unavailable("MONGODB_URI is not set")
-        client: Any = pymongo.MongoClient(
-            uri, tz_aware=True, serverSelectionTimeoutMS=5000, event_listeners=[b.mongo_listener(counter)]
-        )
-        try:
-            info = client.server_info()
-        except pymongo.errors.PyMongoError as exc:
-            raise b.Unavailable(f"MongoDB at {uri} is not reachable: {exc}") from exc
+        self.db_name = "omnisync_bench"
+        with pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000) as probe:
+            try:
+                info = probe.server_info()
+            except pymongo.errors.PyMongoError as exc:
+                raise b.Unavailable(f"MongoDB at {uri} is not reachable: {exc}") from exc
+            probe.drop_database(self.db_name)
         if info.get("ferretdbVersion"):
             self.notes.append(f"server: FerretDB {info['ferretdbVersion']} (wire version {info.get('version')})")
-        self.db_name = "omnisync_bench"
-        client.drop_database(self.db_name)
+        options = {"db_name": self.db_name, "collection": "messages", "event_listeners": [b.mongo_listener(counter)]}
+        self.store = KINDS["mongodb"].build(uri, options)
+        client: Any = self.store.client  # type: ignore[attr-defined]
         self.client = client
-        self.store = MongoStore(client, self.db_name, "messages")
         self.raw = b.RawMongo(client[self.db_name])
         self.storage = self._mongo_storage
         self.cleanups.append(lambda: client.drop_database(self.db_name))
