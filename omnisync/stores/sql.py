@@ -13,6 +13,7 @@ import importlib.util
 import json
 import math
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta, timezone
@@ -31,7 +32,7 @@ try:
     from sqlalchemy.dialects import postgresql as _postgresql
     from sqlalchemy.dialects import sqlite as _sqlite
     from sqlalchemy.engine import Connection, Engine, make_url
-    from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+    from sqlalchemy.exc import DisconnectionError, IntegrityError, SQLAlchemyError
     from sqlalchemy.pool import StaticPool
 except ImportError as _missing:  # pragma: no cover - exercised by the missing-extra test
     raise MissingDependencyError(
@@ -156,6 +157,17 @@ class SQLStore(MemoryStore):
                 with conn.begin():
                     yield conn
 
+    @contextmanager
+    def _statement(self, write: bool = False) -> Iterator[Connection]:
+        """For exactly one statement, atomic on its own: on PostgreSQL it runs in autocommit,
+        one round trip instead of BEGIN, the statement and COMMIT."""
+        if not self._is_postgres:
+            with self._tx(write) as conn:
+                yield conn
+            return
+        with _store_errors(self._describe()), self.engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
+
     def _describe(self) -> str:
         return f"SQL store {self.engine.url.render_as_string(hide_password=True)}"
 
@@ -192,7 +204,7 @@ class SQLStore(MemoryStore):
         query = LATEST
         if before_seq is not None:
             query, params["before"] = LATEST_BEFORE, before_seq
-        with self._tx() as conn:
+        with self._statement() as conn:
             return rows_messages(conn.execute(query, params).all(), agent, session_id)
 
     def window_query(self, agent: str, session_id: str, limit: int) -> Any:
@@ -204,14 +216,14 @@ class SQLStore(MemoryStore):
         query = sa.select(*MESSAGE_COLUMNS, table.c.status).where(_session_key(agent, session_id)).order_by(table.c.seq)
         if not include_inactive:
             query = query.where(table.c.status == ACTIVE)
-        with self._tx() as conn:
+        with self._statement() as conn:
             return rows_messages(conn.execute(query), agent, session_id, status=None)
 
     def clear(self, agent: str, session_id: str | None = None) -> int:
         key = schema.messages.c.agent == agent
         if session_id is not None:
             key &= schema.messages.c.session_id == session_id
-        with self._tx(write=True) as conn:  # the seq counters stay, so seq never goes back
+        with self._statement(write=True) as conn:  # the seq counters stay, so seq never goes back
             return int(conn.execute(schema.messages.delete().where(key)).rowcount)
 
     def sessions(self, agent: str | None = None) -> list[SessionInfo]:
@@ -223,7 +235,7 @@ class SQLStore(MemoryStore):
         )
         if agent is not None:
             query = query.where(table.c.agent == agent)
-        with self._tx() as conn:
+        with self._statement() as conn:
             return [SessionInfo(a, s, int(n), _from_micros(last)) for a, s, n, last in conn.execute(query)]
 
     def fold(
@@ -265,7 +277,7 @@ class SQLStore(MemoryStore):
     def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
         saved = record.evolve(version=(expected_version or 0) + 1)
         values = run_values(saved)
-        with self._tx(write=True) as conn:
+        with self._statement(write=True) as conn:
             if expected_version is None:
                 try:
                     conn.execute(INSERT_RUN, values)
@@ -276,7 +288,7 @@ class SQLStore(MemoryStore):
         return saved
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
-        with self._tx() as conn:
+        with self._statement() as conn:
             data = conn.execute(LOAD_RUN, {"agent": agent, "run_id": run_id}).scalar()
         return RunRecord.from_json(data) if data is not None else None
 
@@ -287,7 +299,7 @@ class SQLStore(MemoryStore):
             query = query.where(table.c.status == status)
         if session_id is not None:
             query = query.where(table.c.session_id == session_id)
-        with self._tx() as conn:
+        with self._statement() as conn:
             return [RunRecord.from_json(data) for data in conn.execute(query).scalars()]
 
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
@@ -297,7 +309,7 @@ class SQLStore(MemoryStore):
             & table.c.status.in_(FINISHED_STATUSES)
             & (table.c.finished_at < finished_before)
         )
-        with self._tx(write=True) as conn:
+        with self._statement(write=True) as conn:
             return int(conn.execute(table.delete().where(doomed)).rowcount)
 
     def close(self) -> None:
@@ -358,12 +370,39 @@ def create_engine(url: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, ti
         return sa.create_engine(parsed, **options)
     connect_args = _postgres_waits(connect_timeout, timeout) if parsed.get_backend_name() == "postgresql" else {}
     try:
-        return sa.create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+        engine = sa.create_engine(parsed, connect_args=connect_args)
     except ImportError as exc:
         raise MissingDependencyError(
             f"The database driver for {parsed.drivername!r} is not installed ({exc}). "
             "For PostgreSQL install it with: pip install 'omnisync[postgres]'"
         ) from exc
+    _ping_when_idle(engine)
+    return engine
+
+
+IDLE_BEFORE_PING = 10.0
+"""Seconds a pooled connection may rest before its next checkout pings it first."""
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection's liveness only when it has rested: a connection used a
+    moment ago is alive, and pinging it (``pool_pre_ping``) costs a round trip per statement.
+    One the server dropped while it rested is replaced before use (SQLAlchemy retries a
+    checkout that raises DisconnectionError with another connection)."""
+
+    @event.listens_for(engine, "checkin")
+    def _rested_since(_dbapi_connection: Any, record: Any) -> None:
+        record.info["checked_in_at"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping_if_rested(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("checked_in_at")
+        if since is None or time.monotonic() - since <= IDLE_BEFORE_PING:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError(f"the pooled connection did not answer a ping: {exc}") from exc
 
 
 def _postgres_driver() -> str:
