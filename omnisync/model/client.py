@@ -220,6 +220,7 @@ class ChatClient:
         tools: Sequence[dict[str, Any]] | None = None,
         *,
         deadline: float = DEFAULT_STREAM_DEADLINE,
+        sampling: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> "CompletionStream":
         """One chat completion with ``stream: true``: iterate the result for its deltas, then read ``.completion``.
@@ -229,12 +230,12 @@ class ChatClient:
         second generation), and a break raises :class:`~omnisync.errors.ModelStreamError`.
         Usage is asked for with ``stream_options``; a server that refuses that option with a
         400 is asked once more without it, and not asked again by this client. ``deadline``
-        bounds the whole call, in seconds from now.
+        bounds the whole call, in seconds from now; ``sampling`` is as in :meth:`complete`.
         """
         from .stream import CompletionStream
 
         deadline_at = time.monotonic() + deadline
-        body = self.request_body(messages, tools, **overrides)
+        body = self.request_body(messages, tools, sampling=sampling, **overrides)
         body["stream"] = True
         if not self._stream_options_rejected:
             body["stream_options"] = {"include_usage": True}
