@@ -7,7 +7,9 @@ messages fill the window. The fold runs off the caller's thread; the next run of
 claims the range with a record in the store first, so two processes never both pay for the
 model call, and the store's compare-and-set makes sure only one summary is ever written.
 A summary the model did not finish (cut off by its output limit) or left empty is a failed
-summary: nothing changes, a warning is logged, and the next run tries again.
+summary: nothing changes, a warning is logged, and the next run tries again. A summary call
+is sent the agent's model and sampling, but none of the run's output settings (``SUMMARY_DROPS``):
+a summary is plain text of its own length.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from . import run_state
 from ._logging import logger
@@ -27,6 +30,7 @@ from .stores.base import MemoryStore
 from .tokens import TokenCounter, message_tokens
 
 FOLD_MAX_MESSAGES = 400
+SUMMARY_DROPS = ("response_format", "max_tokens", "max_completion_tokens", "stop")
 SUMMARY_INSTRUCTION = (
     "You write the running summary of a conversation between a user and an assistant. "
     "Summarize the conversation below in a few sentences of plain text. Keep every fact the "
@@ -175,10 +179,11 @@ class Summarizer:
     def _summarize(self, folded: list[Message]) -> str:
         transcript = "\n".join(_transcript_line(m) for m in folded)
         completion = self.client.complete(
-            [{"role": "system", "content": SUMMARY_INSTRUCTION}, {"role": "user", "content": transcript}]
+            [{"role": "system", "content": SUMMARY_INSTRUCTION}, {"role": "user", "content": transcript}],
+            sampling=summary_sampling(self.client.config.sampling),
         )
         if completion.finish_reason == "length":
-            raise OmnisyncError("the summary was cut off by the model's output limit (finish_reason 'length'); raise max_tokens")
+            raise OmnisyncError("the summary was cut off by the model's output limit (finish_reason 'length')")
         text = (completion.content or "").strip().removeprefix(SUMMARY_PREFIX).strip()
         if not text:
             raise OmnisyncError("the model returned an empty summary")
@@ -189,6 +194,11 @@ class Summarizer:
             run_state.end_fold(store, claim, error)
         except OmnisyncError as exc:
             logger.warning("could not record the end of a summary claim: %s", exc)
+
+
+def summary_sampling(sampling: dict[str, Any]) -> dict[str, Any]:
+    """The agent's sampling options without the ones that shape a run's answer."""
+    return {key: value for key, value in sampling.items() if key not in SUMMARY_DROPS}
 
 
 def _transcript_line(message: Message) -> str:

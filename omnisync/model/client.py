@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..redact import redact_text, redact_url, redact_value, remember_secret
 from .config import ModelConfig
+from .http_options import call_api_key
 from .retry import retry_after_seconds, retrying
 
 if TYPE_CHECKING:
@@ -55,7 +56,11 @@ class Completion:
 
 
 class ChatClient:
-    """A blocking Chat Completions client; safe to share between threads."""
+    """A blocking Chat Completions client; safe to share between threads.
+
+    It opens a ``requests.Session`` per thread and closes them in :meth:`close`; a session
+    given as ``http_session`` is used from every thread and left open.
+    """
 
     def __init__(
         self, config: ModelConfig, *, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic
@@ -63,7 +68,8 @@ class ChatClient:
         self.config = config
         self._sleep = sleep
         self._clock = clock
-        remember_secret(config.api_key)
+        if isinstance(config.api_key, str):
+            remember_secret(config.api_key)
         self._local = threading.local()
         self._sessions: list[requests.Session] = []
         self._sessions_lock = threading.Lock()
@@ -78,6 +84,8 @@ class ChatClient:
         return redact_url(self.url)
 
     def _session(self) -> requests.Session:
+        if self.config.http_session is not None:
+            return self.config.http_session
         session = getattr(self._local, "session", None)
         if session is None:
             session = requests.Session()
@@ -86,22 +94,38 @@ class ChatClient:
             session.proxies.update(requests.utils.get_environ_proxies(self.url))
             session.verify = _env.ca_bundle() or True
             session.trust_env = False
-            session.headers["User-Agent"] = USER_AGENT
-            if self.config.api_key:
-                session.headers["Authorization"] = f"Bearer {self.config.api_key}"
             self._local.session = session
             with self._sessions_lock:
                 self._sessions.append(session)
         return session
 
+    def request_headers(self) -> dict[str, str]:
+        """The headers of one request: a callable ``api_key`` is called now; ``default_headers`` replace ours of the same name."""
+        headers = {"User-Agent": USER_AGENT}
+        key = call_api_key(self.config.api_key)
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        if self.config.organization is not None:
+            headers["OpenAI-Organization"] = self.config.organization
+        if self.config.project is not None:
+            headers["OpenAI-Project"] = self.config.project
+        for name, value in self.config.default_headers.items():
+            for ours in [own for own in headers if own.lower() == name.lower()]:
+                del headers[ours]
+            headers[name] = value
+        return headers
+
     def request_body(
         self,
         messages: Sequence[dict[str, Any]],
         tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        sampling: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> dict[str, Any]:
+        """The JSON body: ``sampling`` (the config's sampling options when None), then ``overrides`` that are not None."""
         body: dict[str, Any] = {"model": self.config.model, "messages": list(messages)}
-        body.update(self.config.sampling)
+        body.update(self.config.sampling if sampling is None else sampling)
         body.update({k: v for k, v in overrides.items() if v is not None})
         if tools:
             body["tools"] = list(tools)
@@ -112,14 +136,17 @@ class ChatClient:
         self,
         messages: Sequence[dict[str, Any]],
         tools: Sequence[dict[str, Any]] | None = None,
+        *,
+        sampling: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> Completion:
         """One chat completion, retried by the rules in :mod:`omnisync.model.retry`.
 
         The whole call, retries included, ends within ``deadline`` seconds: each read waits at
-        most ``timeout``, and a body still arriving at the deadline is given up.
+        most ``timeout``, and a body still arriving at the deadline is given up. ``sampling``
+        replaces the config's sampling options for this call.
         """
-        body = self.request_body(messages, tools, **overrides)
+        body = self.request_body(messages, tools, sampling=sampling, **overrides)
         started = self._clock()
         deadline_at = started + self.config.deadline
         attempts = 0
@@ -138,8 +165,9 @@ class ChatClient:
         if left <= 0:
             raise self._past_deadline(request_sent=False)
         timeout = min(self.config.timeout, left)
+        headers = self.request_headers()
         try:
-            response = self._session().post(self.url, json=body, timeout=timeout, stream=True)
+            response = self._session().post(self.url, json=body, headers=headers, params=self.config.default_query, timeout=timeout, stream=True)
         except requests.ConnectTimeout as exc:
             raise ModelTimeoutError(f"{self.shown_url} did not accept a connection within {timeout:g} s") from exc
         except requests.Timeout as exc:
@@ -155,7 +183,7 @@ class ChatClient:
             content = self._read_body(response, deadline_at)
         if response.status_code >= 400:
             response._content = content
-            raise _status_error(response, self.config)
+            raise _status_error(response, self.config, headers)
         try:
             answer: dict[str, Any] = json.loads(content)
             return answer
@@ -192,6 +220,7 @@ class ChatClient:
         tools: Sequence[dict[str, Any]] | None = None,
         *,
         deadline: float = DEFAULT_STREAM_DEADLINE,
+        sampling: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> "CompletionStream":
         """One chat completion with ``stream: true``: iterate the result for its deltas, then read ``.completion``.
@@ -201,12 +230,12 @@ class ChatClient:
         second generation), and a break raises :class:`~omnisync.errors.ModelStreamError`.
         Usage is asked for with ``stream_options``; a server that refuses that option with a
         400 is asked once more without it, and not asked again by this client. ``deadline``
-        bounds the whole call, in seconds from now.
+        bounds the whole call, in seconds from now; ``sampling`` is as in :meth:`complete`.
         """
         from .stream import CompletionStream
 
         deadline_at = time.monotonic() + deadline
-        body = self.request_body(messages, tools, **overrides)
+        body = self.request_body(messages, tools, sampling=sampling, **overrides)
         body["stream"] = True
         if not self._stream_options_rejected:
             body["stream_options"] = {"include_usage": True}
@@ -228,15 +257,18 @@ class ChatClient:
 
     def _post_for_stream(self, body: dict[str, Any]) -> requests.Response:
         """POST and wait for the status line and headers only; the body is read by CompletionStream."""
+        headers = self.request_headers()
         try:
-            response = self._session().post(self.url, json=body, timeout=self.config.timeout, stream=True)
+            response = self._session().post(
+                self.url, json=body, headers=headers, params=self.config.default_query, timeout=self.config.timeout, stream=True
+            )
         except requests.Timeout as exc:
             raise ModelTimeoutError(f"{self.shown_url} did not answer within {self.config.timeout:g} s") from exc
         except requests.RequestException as exc:
             raise ModelConnectionError(f"could not reach {self.shown_url}: {redact_text(str(exc))}") from exc
         if response.status_code >= 400:
             try:
-                raise _status_error(response, self.config)
+                raise _status_error(response, self.config, headers)
             finally:
                 response.close()
         return response
@@ -259,22 +291,24 @@ def _tell_attempts(error: ModelError, attempts: int, seconds: float) -> None:
         error.message = told
 
 
-def _status_error(response: requests.Response, config: ModelConfig) -> Exception:
+def _status_error(response: requests.Response, config: ModelConfig, headers: Mapping[str, str]) -> Exception:
     """The typed error for an HTTP error status; the body and message are redacted (a 401 may quote the key)."""
     base_url = redact_url(config.base_url)
     try:
         body: Any = response.json()
     except ValueError:
         body = response.text
-    body = redact_value(body, [config.api_key])
+    key = headers.get("Authorization", "").removeprefix("Bearer ") or None
+    body = redact_value(body, [key])
     detail = body.get("error", body) if isinstance(body, dict) else body
     if isinstance(detail, dict):
         detail = detail.get("message") or detail
     request_id = response.headers.get("x-request-id")
-    message = redact_text(f"{response.request.method} {response.url} answered {response.status_code}: {detail}", [config.api_key])
+    message = redact_text(f"{response.request.method} {response.url} answered {response.status_code}: {detail}", [key])
     if request_id:
         message += f" (request id {request_id})"
-    if response.status_code == 404 and not urlparse(base_url).path.rstrip("/").endswith("/v1"):
+    path = urlparse(base_url).path.rstrip("/")
+    if response.status_code == 404 and not path.endswith("/v1") and "/deployments/" not in path:  # Azure's deployment URLs have no /v1
         message += (
             f". Hint: the base URL {base_url} does not end in /v1; OpenAI-compatible servers usually answer "
             f"at {base_url}/v1/chat/completions, so try base_url={base_url + '/v1'!r} (or OPENAI_BASE_URL)"

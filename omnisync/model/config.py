@@ -6,9 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+import requests
+
 from .. import _env
 from ..errors import ConfigurationError
 from ..redact import redact_url
+from .http_options import ApiKey, check_api_key, check_header_value, check_headers, check_query, check_session, shown
 
 PROVIDERS = ("openai",)
 SAMPLING_OPTIONS = (
@@ -23,7 +26,21 @@ SAMPLING_OPTIONS = (
     "reasoning_effort",
     "response_format",
 )
-CLIENT_OPTIONS = ("provider", "model", "base_url", "api_key", "timeout", "deadline", "max_retries")
+CLIENT_OPTIONS = (
+    "provider",
+    "model",
+    "base_url",
+    "api_key",
+    "organization",
+    "project",
+    "default_headers",
+    "default_query",
+    "http_session",
+    "timeout",
+    "deadline",
+    "max_retries",
+)
+MERGED_OPTIONS = ("default_headers", "default_query")  # with_options adds to these, as openai-python's does
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_DEADLINE = 600.0  # seconds for a whole call, retries included: a server trickling its body cannot hold a run
 DEFAULT_MAX_RETRIES = 2
@@ -31,23 +48,78 @@ DEFAULT_MAX_RETRIES = 2
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Which model to call, where, and how."""
+    """Which model to call, where, and how.
+
+    ``api_key`` is a string, a callable that returns one before each request (short-lived
+    tokens), or None for no ``Authorization`` header. ``http_session`` is a
+    ``requests.Session`` of yours (proxies, mTLS, custom auth): omnisync uses it from every
+    thread and never closes it.
+    """
 
     model: str
     provider: str = "openai"
     base_url: str = _env.OPENAI_DEFAULT_BASE_URL
-    api_key: str | None = field(default=None, repr=False)
+    api_key: ApiKey | None = field(default=None, repr=False)
     timeout: float = DEFAULT_TIMEOUT
     max_retries: int = DEFAULT_MAX_RETRIES
     sampling: dict[str, Any] = field(default_factory=dict)
     deadline: float = DEFAULT_DEADLINE
+    organization: str | None = None
+    project: str | None = None
+    default_headers: dict[str, str] = field(default_factory=dict)
+    default_query: dict[str, str] = field(default_factory=dict)
+    http_session: requests.Session | None = None
 
     def __repr__(self) -> str:
+        key = None if self.api_key is None else "***" if isinstance(self.api_key, str) else "<callable>"
+        extra = "".join(
+            f", {name}={value!r}"
+            for name, value in (
+                ("organization", self.organization),
+                ("project", self.project),
+                ("default_headers", shown(self.default_headers)),
+                ("default_query", shown(self.default_query)),
+                ("http_session", self.http_session),
+            )
+            if value
+        )
         return (
             f"ModelConfig(model={self.model!r}, provider={self.provider!r}, base_url={redact_url(self.base_url)!r}, "
-            f"api_key={'***' if self.api_key else None}, timeout={self.timeout:g}, deadline={self.deadline:g}, "
-            f"max_retries={self.max_retries}, sampling={self.sampling!r})"
+            f"api_key={key}, timeout={self.timeout:g}, deadline={self.deadline:g}, "
+            f"max_retries={self.max_retries}, sampling={self.sampling!r}{extra})"
         )
+
+    def with_options(self, **changes: Any) -> "ModelConfig":
+        """A copy with ``changes`` applied, checked as model_config is.
+
+        ``default_headers`` and ``default_query`` are added to the ones this config has (a name
+        given None is removed); any other option replaces its value, and None unsets a sampling
+        option: ``config.with_options(model="gpt-5.4", response_format=None)``.
+        """
+        options = self._options()
+        for name in MERGED_OPTIONS:
+            if isinstance(changes.get(name), dict):
+                merged = {**options[name], **changes.pop(name)}
+                options[name] = {key: value for key, value in merged.items() if value is not None}
+        return ModelConfig.from_dict({**options, **changes})
+
+    def _options(self) -> dict[str, Any]:
+        """The model_config this config is, resolved (the key and base URL the environment gave included)."""
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key": self.api_key,
+            "organization": self.organization,
+            "project": self.project,
+            "default_headers": dict(self.default_headers),
+            "default_query": dict(self.default_query),
+            "http_session": self.http_session,
+            "timeout": self.timeout,
+            "deadline": self.deadline,
+            "max_retries": self.max_retries,
+            **self.sampling,
+        }
 
     @classmethod
     def from_dict(cls, config: Any) -> "ModelConfig":
@@ -77,11 +149,14 @@ class ModelConfig:
             raise ConfigurationError(
                 f"base_url must be an http(s) URL such as http://127.0.0.1:8080/v1, not {redact_url(base_url)!r}"
             )
-        api_key = config.get("api_key") or _env.openai_api_key()
-        if api_key is None and urlparse(base_url).hostname == "api.openai.com":
+        # Left out, the key comes from OPENAI_API_KEY; None is no key, so another provider never gets that one.
+        api_key = check_api_key(config["api_key"]) if "api_key" in config else _env.openai_api_key()
+        default_headers = check_headers(config.get("default_headers"))
+        if api_key is None and urlparse(base_url).hostname == "api.openai.com" and not _has_header(default_headers, "authorization"):
             raise ConfigurationError(
-                "OpenAI's API needs a key: pass model_config={'api_key': ...} or set OPENAI_API_KEY. "
-                "(A local OpenAI-compatible server may need none: set base_url or OPENAI_BASE_URL to it.)"
+                "OpenAI's API needs a key: pass model_config={'api_key': ...} or set OPENAI_API_KEY"
+                + (" (api_key=None sends none)" if "api_key" in config else "")
+                + ". (A local OpenAI-compatible server may need none: set base_url or OPENAI_BASE_URL to it.)"
             )
         timeout = config["timeout"] if config.get("timeout") is not None else _timeout_from_environment()
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -102,7 +177,16 @@ class ModelConfig:
             deadline=float(deadline),
             max_retries=max_retries,
             sampling=sampling,
+            organization=check_header_value("organization", config.get("organization")),
+            project=check_header_value("project", config.get("project")),
+            default_headers=default_headers,
+            default_query=check_query(config.get("default_query")),
+            http_session=check_session(config.get("http_session")),
         )
+
+
+def _has_header(headers: dict[str, str], name: str) -> bool:
+    return any(key.lower() == name for key in headers)
 
 
 def _timeout_from_environment() -> float:

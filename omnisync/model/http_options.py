@@ -1,0 +1,107 @@
+"""What a model request carries besides its body: extra headers and query parameters, the key, a session.
+
+Checked when model_config is built, so a bad header fails there and not as a connection
+error retried at the first call. Values under names that look secret (``api-key``,
+``X-Auth-Token``, ``sig``...) are redacted wherever omnisync shows text; a repr shows no value at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Union
+
+import requests
+
+from ..errors import ConfigurationError
+from ..redact import MASK, remember_secret
+
+ApiKey = Union[str, Callable[[], str]]
+
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # an HTTP header name (RFC 9110 token)
+_SECRET_NAME = re.compile(r"(?i)key|token|secret|auth|password|cookie|sig|credential")
+
+
+def check_api_key(value: Any) -> ApiKey | None:
+    """A non-empty string, a callable that returns one (called per request), or None for no key."""
+    if value is None or (isinstance(value, str) and value):
+        remember_secret(value)
+        return value
+    if callable(value) and not isinstance(value, str):
+        return value  # type: ignore[no-any-return]
+    raise ConfigurationError(
+        "model_config api_key must be a non-empty string, a callable that returns one (called before each request, "
+        f"for short-lived tokens), or None to send no key; not {type(value).__name__}"
+    )
+
+
+def call_api_key(key: ApiKey | None) -> str | None:
+    """The key to send with one request: a callable is called now, and what it returns is redacted from then on."""
+    if key is None or isinstance(key, str):
+        return key
+    value = key()
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"the model_config api_key callable must return a non-empty string, not {type(value).__name__}")
+    remember_secret(value)
+    return value
+
+
+def check_headers(value: Any) -> dict[str, str]:
+    """default_headers: header names and string values, as requests will send them."""
+    headers = _check_mapping("default_headers", value, "{'HTTP-Referer': 'https://example.org'}")
+    for name, item in headers.items():
+        if not _TOKEN.match(name):
+            raise ConfigurationError(f"model_config default_headers: {name!r} is not an HTTP header name (letters, digits and -_.!#$%&'*+^`|~)")
+        if not isinstance(item, str) or any(c in item for c in "\r\n\0"):
+            raise ConfigurationError(
+                f"model_config default_headers[{name!r}] must be a string on one line, not {type(item).__name__}"
+            )
+    _remember_secret_values(headers)
+    return dict(headers)
+
+
+def check_query(value: Any) -> dict[str, str]:
+    """default_query: parameter names and string (or number) values, added to every request's URL."""
+    query = _check_mapping("default_query", value, "{'api-version': '2024-10-21'}")
+    checked = {}
+    for name, item in query.items():
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise ConfigurationError(f"model_config default_query[{name!r}] must be a string or a number, not {type(item).__name__}")
+        checked[name] = str(item)
+    _remember_secret_values(checked)
+    return checked
+
+
+def check_header_value(option: str, value: Any) -> str | None:
+    """organization and project: None, or a non-empty string sent as a header."""
+    if value is None or (isinstance(value, str) and value and not any(c in value for c in "\r\n\0")):
+        return value
+    raise ConfigurationError(f"model_config {option} must be a non-empty string on one line, or None; not {value!r}")
+
+
+def check_session(value: Any) -> requests.Session | None:
+    if value is None or isinstance(value, requests.Session):
+        return value
+    raise ConfigurationError(f"model_config http_session must be a requests.Session (yours to close), not {type(value).__name__}")
+
+
+def shown(mapping: Mapping[str, str]) -> dict[str, str]:
+    """A mapping as a repr shows it: names, never values."""
+    return {name: MASK for name in mapping}
+
+
+def _check_mapping(option: str, value: Any, example: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"model_config {option} must be a dict of names to strings such as {example}, not {type(value).__name__}")
+    for name in value:
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"model_config {option} names must be non-empty strings, not {name!r}")
+    return value
+
+
+def _remember_secret_values(mapping: Mapping[str, str]) -> None:
+    for name, item in mapping.items():
+        if _SECRET_NAME.search(name):
+            remember_secret(item)
