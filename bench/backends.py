@@ -589,18 +589,24 @@ def count_sql(engine: Any, counter: RoundTrips) -> None:
     def _statement(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         counter.hit(statement.split(None, 1)[0].upper())
 
+    def autocommit(conn: Any) -> bool:
+        """In autocommit, psycopg sends no BEGIN, COMMIT or ROLLBACK, though SQLAlchemy's events fire."""
+        return postgres and bool(conn.connection.driver_connection.autocommit)
+
     @event.listens_for(engine, "begin")
     def _begin(conn: Any) -> None:
-        if postgres:  # psycopg sends BEGIN itself before the first statement
+        if postgres and not autocommit(conn):  # psycopg sends BEGIN itself before the first statement
             counter.hit("BEGIN")
 
     @event.listens_for(engine, "commit")
     def _commit(conn: Any) -> None:
-        counter.hit("COMMIT")
+        if not autocommit(conn):
+            counter.hit("COMMIT")
 
     @event.listens_for(engine, "rollback")
     def _rollback(conn: Any) -> None:
-        counter.hit("ROLLBACK")
+        if not autocommit(conn):
+            counter.hit("ROLLBACK")
 
     ping = engine.dialect.do_ping
 
