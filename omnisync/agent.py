@@ -18,7 +18,7 @@ from .router import MemoryRouter
 from .run_events import RunSteps, run_to_end
 from .run_record import RUN_STATUSES
 from .runner import ON_BUSY, Runner, new_session_id, result_of
-from .storable import check_user_message
+from .content import Content, UserContent, check_content
 from .streaming import AgentStream, streams
 from .stores.base import MemoryStore
 from .summaries import Summarizer
@@ -81,8 +81,11 @@ class OmniCoreAgent:
 
     # --- runs ------------------------------------------------------------------------------
 
-    def run(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
+    def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
+
+        ``message`` is a string or a list of content parts (text, ``image_url``, ``input_audio``,
+        ``file``, as Chat Completions takes them), stored and sent again exactly as given.
 
         Returns ``response``, ``session_id``, ``run_id``, ``status`` and ``usage``; a run that
         pauses has ``response=None`` and ``approvals`` or a ``budget_request``. One run per
@@ -90,13 +93,13 @@ class OmniCoreAgent:
         (``on_busy="wait"``) or at once (``"raise"``) raises SessionBusyError, as it does
         while a paused run holds the session.
         """
-        steps = self._start(message, session_id, on_busy)
+        steps = self._start(*self._checked_run_arguments(message, session_id, on_busy))
         result = run_to_end(steps, self._client.complete)
         self._after_run(result)
         return result
 
     @streams
-    def stream(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> AgentStream:
+    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait") -> AgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
         Yields ``TextDelta`` as the reply is written, ``ToolCall`` once a call's arguments are
@@ -105,8 +108,8 @@ class OmniCoreAgent:
         is raised. Stopping early keeps the text so far, marked partial, and cancels the run.
         The arguments are checked now; the run starts when iteration does.
         """
-        message, session_id, on_busy = self._checked_run_arguments(message, session_id, on_busy)
-        return AgentStream(lambda: self._start(message, session_id, on_busy), self._client, self._after_run)
+        content, session_id, on_busy = self._checked_run_arguments(message, session_id, on_busy)
+        return AgentStream(lambda: self._start(content, session_id, on_busy), self._client, self._after_run)
 
     @streams
     def resume_stream(self, run_id: str) -> AgentStream:
@@ -114,19 +117,16 @@ class OmniCoreAgent:
         run_id = _check_run_id(run_id)
         return AgentStream(lambda: self._runner.resume(run_id), self._client, self._after_run)
 
-    def _checked_run_arguments(self, message: str, session_id: str | None, on_busy: str) -> tuple[str, str, str]:
-        if not isinstance(message, str):
-            raise ConfigurationError(f"message must be a string, not {type(message).__name__}")
-        check_user_message(message)
+    def _checked_run_arguments(self, message: UserContent, session_id: str | None, on_busy: str) -> tuple[Content, str, str]:
+        content = check_content(message)
         if on_busy not in ON_BUSY:
             raise ConfigurationError(f"on_busy must be one of {', '.join(map(repr, ON_BUSY))}, not {on_busy!r}")
         session_id = new_session_id() if session_id is None else _check_session_id(session_id)
-        return message, session_id, on_busy
+        return content, session_id, on_busy
 
-    def _start(self, message: str, session_id: str | None, on_busy: str) -> RunSteps:
-        message, session_id, on_busy = self._checked_run_arguments(message, session_id, on_busy)
+    def _start(self, content: Content, session_id: str, on_busy: str) -> RunSteps:
         self._summarizer.wait(session_id)
-        return self._runner.start(message, session_id, on_busy)
+        return self._runner.start(content, session_id, on_busy)
 
     def resume(self, run_id: str) -> RunResult:
         """Continue a paused run (or one whose process died), from any process that reaches the store."""
@@ -218,11 +218,12 @@ class OmniCoreAgent:
         self._summarizer.wait(session_id)
         return self._store().clear(self.name, session_id)
 
-    def preview(self, session_id: str, message: str | None = None) -> Preview:
+    def preview(self, session_id: str, message: UserContent | None = None) -> Preview:
         """What the next model call of ``session_id`` would be given, without calling the model."""
         session_id = _check_session_id(session_id)
+        content = None if message is None else check_content(message)
         self._summarizer.wait(session_id)
-        return cast(Preview, self._prompt.preview(self._store(), self.name, session_id, message))
+        return cast(Preview, self._prompt.preview(self._store(), self.name, session_id, content))
 
     def get_memory_store_type(self) -> str:
         return self._router.kind

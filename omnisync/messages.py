@@ -27,7 +27,7 @@ class Message:
     """
 
     role: str
-    content: str | None
+    content: str | list[dict[str, Any]] | None  # a list only for a user message of content parts
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     name: str | None = None

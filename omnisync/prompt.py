@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .agent_config import AgentConfig, ContextConfig
+from .content import Content, check_content
 from .context import Priced, fit_context, price
 from .memory_config import MemoryConfig
 from .messages import Message
@@ -59,7 +60,7 @@ class PromptBuilder:
         fitted = fit_context(self.system, history, current, self.context, self.counter)
         return Prompt([m.chat for m in fitted], [m.tokens for m in fitted])
 
-    def preview(self, store: MemoryStore, agent: str, session_id: str, message: str | None = None) -> dict[str, Any]:
+    def preview(self, store: MemoryStore, agent: str, session_id: str, message: Content | None = None) -> dict[str, Any]:
         """What the next model call of ``session_id`` would be given (``message`` as its user message)."""
         window = self.window(store, agent, session_id)
         current = [self.price({"role": "user", "content": message})] if message is not None else []
@@ -114,7 +115,7 @@ def preview(
     session_id: str,
     *,
     system_instruction: str = "",
-    message: str | None = None,
+    message: str | list[dict[str, Any]] | None = None,
     agent_config: dict[str, Any] | None = None,
     token_counter: TokenCounter | None = None,
     model: str = "",
@@ -126,4 +127,4 @@ def preview(
     """
     config = AgentConfig.from_dict(agent_config)
     builder = PromptBuilder(system_instruction, config.memory, config.context, token_counter or default_counter(model))
-    return builder.preview(store, agent, session_id, message)
+    return builder.preview(store, agent, session_id, None if message is None else check_content(message))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
+from .content import ContentPart
+
 __all__ = [
     "ApprovalRequest",
     "BudgetRequest",
@@ -76,12 +78,13 @@ class RunResult(_RunResultKeys, total=False):
 
 class _ChatMessageKeys(TypedDict):
     role: Literal["system", "user", "assistant", "tool"]
-    content: str | None
+    content: str | list[ContentPart] | None
 
 
 class ChatMessage(_ChatMessageKeys, total=False):
-    """A message in Chat Completions form. Optional: ``tool_calls`` (assistant),
-    ``tool_call_id`` (tool), ``name``."""
+    """A message in Chat Completions form. ``content`` is a list only for a user message
+    that was run with content parts (see ``omnisync.content``). Optional: ``tool_calls``
+    (assistant), ``tool_call_id`` (tool), ``name``."""
 
     tool_calls: list[dict[str, Any]]
     tool_call_id: str

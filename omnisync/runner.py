@@ -27,6 +27,7 @@ from typing import Any, cast
 from . import run_state
 from ._logging import logger
 from .agent_config import AgentConfig
+from .content import Content
 from .context import Priced
 from .errors import OmnisyncError, RunConflictError, RunStateError, SessionBusyError, StoreError
 from .messages import Message, from_chat
@@ -102,7 +103,7 @@ class Runner:
 
     # --- starting and resuming ---------------------------------------------------------
 
-    def start(self, message: str, session_id: str, on_busy: str = "wait") -> RunSteps:
+    def start(self, message: Content, session_id: str, on_busy: str = "wait") -> RunSteps:
         store = self.store
         run_id = run_state.new_run_id()
         self._take_session(store, session_id, run_id, on_busy)

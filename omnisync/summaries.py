@@ -21,6 +21,7 @@ from typing import Any
 
 from . import run_state
 from ._logging import logger
+from .content import describe
 from .errors import OmnisyncError
 from .memory_config import MemoryConfig
 from .messages import SUMMARY_PREFIX, Message
@@ -207,4 +208,4 @@ def _transcript_line(message: Message) -> str:
         return f"assistant called: {calls}"
     if message.role == "tool":
         return f"tool result: {message.content}"
-    return f"{message.role}: {message.content}"
+    return f"{message.role}: {describe(message.content)}"

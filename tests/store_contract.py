@@ -40,6 +40,17 @@ def contents(messages: list[Message]) -> list[str | None]:
     return [m.content for m in messages]
 
 
+def content_parts() -> list[dict]:
+    """A user message's parts: text, an image by data URL and by URL, audio and a file."""
+    return [
+        {"type": "text", "text": "What is in this picture? 金曜日"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==", "detail": "low"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
+        {"type": "input_audio", "input_audio": {"data": "UklGRiQAAABXQVZF", "format": "wav"}},
+        {"type": "file", "file": {"filename": "notes.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQK"}},
+    ]
+
+
 def summary_message(text: str = "the gist") -> Message:
     return Message(role="user", content=f"{SUMMARY_PREFIX} {text}", metadata={"summary": {"model": "test"}}, tokens=5)
 
@@ -125,6 +136,27 @@ class StoreContract:
         assert large.content == big
 
     supports_nul = True
+
+    # --- content parts --------------------------------------------------------------------
+
+    def test_content_parts_round_trip_exactly(self, store):
+        """A user message of parts reads back as the same list, in every read, active or folded; text stays text."""
+        parts = content_parts()
+        looks_like_parts = '[{"type": "text", "text": "a string, not parts"}]'
+        store.append(AGENT, "s", [Message(role="user", content=parts, tokens=800), reply("a cat"), user(looks_like_parts)])
+        history = store.history(AGENT, "s")
+        assert [m.content for m in history] == [parts, "a cat", looks_like_parts]
+        assert [list(p) for p in history[0].content] == [list(p) for p in parts]  # key order kept
+        assert history[0].metadata == {} and history[0].tokens == 800
+        assert history[0].to_chat() == {"role": "user", "content": parts}
+        assert store.latest(AGENT, "s", 3)[-1].content == parts
+        assert store.window(AGENT, "s", max_messages=3)[0].content == parts
+        history[0].content[0]["text"] = "changed by a reader"
+        parts[1]["image_url"]["detail"] = "changed by the writer"
+        store.fold(AGENT, "s", summary_message(), first_seq=history[0].seq, last_seq=history[1].seq, expected_count=2, delete=False)
+        folded = store.history(AGENT, "s", include_inactive=True)
+        assert [(m.status, m.content) for m in folded if not m.is_summary][0] == (INACTIVE, content_parts())
+
 
     # --- isolation and clearing ---------------------------------------------------------
 

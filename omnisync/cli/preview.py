@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from ..content import describe
 from ..router import MemoryRouter
 from .errors import UsageError
 from .output import print_json, snippet, table
@@ -55,4 +56,4 @@ def preview(args: argparse.Namespace, router: MemoryRouter) -> int:
 def _content(chat: dict[str, Any]) -> str:
     if chat.get("tool_calls"):
         return snippet("→ " + ", ".join(c.get("function", {}).get("name", "?") for c in chat["tool_calls"]))
-    return snippet(chat.get("content"))
+    return snippet(describe(chat.get("content")))

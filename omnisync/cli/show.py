@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..content import describe
 from ..messages import Message
 from ..router import MemoryRouter
 from .output import note, print_json, snippet, table, when
@@ -57,10 +58,10 @@ def _status(message: Message) -> str:
 def _content(message: Message) -> str:
     if message.tool_calls:
         calls = ", ".join(f"{c.get('function', {}).get('name', '?')}({c.get('function', {}).get('arguments', '')})" for c in message.tool_calls)
-        return snippet(f"→ {calls}" + (f"  {message.content}" if message.content else ""))
+        return snippet(f"→ {calls}" + (f"  {describe(message.content)}" if message.content else ""))
     if message.role == "tool":
-        return snippet(f"[{message.tool_call_id}] {message.content or ''}")
-    return snippet(message.content)
+        return snippet(f"[{message.tool_call_id}] {describe(message.content)}")
+    return snippet(describe(message.content))
 
 
 def clear(args: argparse.Namespace, router: MemoryRouter) -> int:

@@ -172,7 +172,7 @@ def _copy(message: Message) -> Message:
     m = message
     return Message(
         m.role,
-        m.content,
+        _copy_json(m.content) if isinstance(m.content, list) else m.content,
         _copy_json(m.tool_calls) if m.tool_calls else m.tool_calls,
         m.tool_call_id,
         m.name,

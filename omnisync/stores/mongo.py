@@ -41,7 +41,9 @@ What FerretDB v1.24 (SQLite backend) lacks, as probed, and why the design above 
   reads each session's last activity from its newest message.
 - Field names with "." or a leading "$" (MongoDB 5+ takes them in nested documents; NUL is
   never allowed in a BSON key). ``metadata`` and ``tool_calls`` are free JSON, so they are
-  stored as JSON text and round-trip exactly on both.
+  stored as JSON text and round-trip exactly on both; so are a user message's content
+  parts, in ``content_parts`` (``content`` is then null), which documents written before
+  parts existed do not have.
 - Index use: FerretDB creates and lists the indexes, but its SQLite backend's explain shows a
   scan with no filter, sort or limit pushdown. The query is the one MongoDB answers from the
   window index with a bounded IXSCAN.
@@ -556,7 +558,8 @@ def _message_document(message: Message) -> dict[str, Any]:
         "seq": message.seq,
         "status": message.status,
         "role": message.role,
-        "content": message.content,
+        "content": None if isinstance(message.content, list) else message.content,
+        "content_parts": _json(message.content) if isinstance(message.content, list) else None,
         "tool_calls": _json(message.tool_calls),
         "tool_call_id": message.tool_call_id,
         "name": message.name,
@@ -570,7 +573,7 @@ def _message_document(message: Message) -> dict[str, Any]:
 def _document_message(doc: dict[str, Any]) -> Message:
     return Message(
         role=doc["role"],
-        content=doc.get("content"),
+        content=json.loads(doc["content_parts"]) if doc.get("content_parts") else doc.get("content"),
         tool_calls=json.loads(doc["tool_calls"]) if doc.get("tool_calls") else None,
         tool_call_id=doc.get("tool_call_id"),
         name=doc.get("name"),

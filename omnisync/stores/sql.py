@@ -43,6 +43,9 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
 from . import sql_schema as schema
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# A row of content parts keeps them as JSON text in ``content`` and says so in ``metadata``
+# (taken out again on reading), so every row written before parts existed reads as text.
+_CONTENT_PARTS = "_omnisync_content_parts"
 _m = schema.messages.c
 # A message's columns but those a session's WHERE clause fixes (agent, session_id, status),
 # in the order row_message reads them.
@@ -450,12 +453,17 @@ def _session_key(agent: str, session_id: str) -> Any:
 
 
 def message_row(message: Message) -> dict[str, Any]:
+    content, metadata = message.content, message.metadata
+    if isinstance(content, list):
+        content, metadata = json.dumps(content, ensure_ascii=False), {**metadata, _CONTENT_PARTS: True}
+    elif _CONTENT_PARTS in metadata:
+        metadata = {key: value for key, value in metadata.items() if key != _CONTENT_PARTS}
     return {
         "agent": message.agent,
         "session_id": message.session_id,
         "seq": message.seq,
         "role": message.role,
-        "content": message.content,
+        "content": content,
         "tool_calls": json.dumps(message.tool_calls, ensure_ascii=False) if message.tool_calls else None,
         "tool_call_id": message.tool_call_id,
         "name": message.name,
@@ -463,7 +471,7 @@ def message_row(message: Message) -> dict[str, Any]:
         "run_id": message.run_id,
         "tokens": message.tokens,
         "created_at_us": _micros(message.created_at),  # type: ignore[arg-type]
-        "metadata": json.dumps(message.metadata, ensure_ascii=False) if message.metadata else None,
+        "metadata": json.dumps(metadata, ensure_ascii=False) if metadata else None,
     }
 
 
@@ -478,14 +486,15 @@ def rows_messages(rows: Iterable[Sequence[Any]], agent: str, session_id: str, st
         micros = row[9]
         if micros != last_micros:
             last_micros, moment = micros, _EPOCH + timedelta(microseconds=micros)
+        metadata = loads(row[5]) if row[5] else {}
         messages.append(
             Message(
                 row[0],
-                row[1],
+                loads(row[1]) if metadata and metadata.pop(_CONTENT_PARTS, False) else row[1],
                 loads(row[2]) if row[2] else None,
                 row[3],
                 row[4],
-                loads(row[5]) if row[5] else {},
+                metadata,
                 row[6],
                 row[7],
                 agent,

@@ -21,7 +21,8 @@ from typing import Any
 from ..messages import ACTIVE, INACTIVE, ROLES, Message, from_chat
 from ..run_record import RunRecord
 from ..stores.base import MemoryStore, SessionInfo
-from ..errors import TransferError
+from ..content import check_content
+from ..errors import ConfigurationError, TransferError
 
 MESSAGE = "message"
 RUN = "run"
@@ -162,6 +163,14 @@ def _message(line: dict[str, Any], where: str) -> Message:
     chat = line.get("message")
     if not isinstance(chat, dict) or chat.get("role") not in ROLES:
         raise TransferError(f"{where}: message must be a chat message with a role of {', '.join(ROLES)}")
+    content = chat.get("content")
+    if isinstance(content, list):
+        try:
+            check_content(content)
+        except ConfigurationError as exc:
+            raise TransferError(f"{where}: the content parts are not valid: {exc}") from None
+    elif content is not None and not isinstance(content, str):
+        raise TransferError(f"{where}: content must be a string, a list of content parts or null")
     calls = chat.get("tool_calls")
     if calls is not None and (not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls)):
         raise TransferError(f"{where}: tool_calls must be a list of objects")
