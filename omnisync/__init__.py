@@ -2,6 +2,7 @@
 
 from . import _logging  # noqa: F401  (installs the NullHandler on the "omnisync" logger)
 from .agent import OmniCoreAgent
+from .content import ContentPart, UserContent
 from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
 from .results import ApprovalRequest, BudgetRequest, ChatMessage, HistoryMessage, Preview, PreviewWindow, RunRecordDict, RunResult, Usage
 from .router import MemoryRouter
@@ -12,6 +13,7 @@ __all__ = [
     "BudgetRequest",
     "ChatMessage",
     "ConfigurationError",
+    "ContentPart",
     "HistoryMessage",
     "MemoryRouter",
     "MissingDependencyError",
@@ -26,4 +28,5 @@ __all__ = [
     "StoreError",
     "ToolRegistry",
     "Usage",
+    "UserContent",
 ]

@@ -31,6 +31,7 @@ from ._aio_pool import call as _in_thread
 from ._aio_pool import set_thread_count, thread_count
 from .agent import OmniCoreAgent as _BlockingAgent
 from .aio_stream import AsyncAgentStream
+from .content import ContentPart, UserContent
 from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
 from .results import ApprovalRequest, BudgetRequest, ChatMessage, HistoryMessage, Preview, PreviewWindow, RunRecordDict, RunResult, Usage
 from .router import MemoryRouter as _BlockingRouter
@@ -41,6 +42,7 @@ __all__ = [
     "BudgetRequest",
     "ChatMessage",
     "ConfigurationError",
+    "ContentPart",
     "HistoryMessage",
     "MemoryRouter",
     "MissingDependencyError",
@@ -55,6 +57,7 @@ __all__ = [
     "StoreError",
     "ToolRegistry",
     "Usage",
+    "UserContent",
     "set_thread_count",
     "thread_count",
 ]

@@ -4,6 +4,7 @@ from omnisync._aio_pool import set_thread_count as set_thread_count, thread_coun
 from omnisync.agent import OmniCoreAgent as _BlockingOmniCoreAgent
 from omnisync.agent_config import AgentConfig
 from omnisync.aio_stream import AsyncAgentStream
+from omnisync.content import ContentPart as ContentPart, UserContent as UserContent
 from omnisync.errors import ConfigurationError as ConfigurationError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
 from omnisync.model.config import ModelConfig
 from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, Usage as Usage
@@ -13,7 +14,7 @@ from omnisync.tokens import TokenCounter
 from omnisync.tools.registry import ToolRegistry as ToolRegistry
 from typing import Any
 
-__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "HistoryMessage", "MemoryRouter", "MissingDependencyError", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RunError", "RunRecordDict", "RunResult", "StoreError", "ToolRegistry", "Usage", "set_thread_count", "thread_count"]
+__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "HistoryMessage", "MemoryRouter", "MissingDependencyError", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RunError", "RunRecordDict", "RunResult", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
 
 class MemoryRouter:
     """``omnisync.MemoryRouter`` with coroutine methods (``await router.close()``)."""
@@ -68,7 +69,7 @@ class OmniCoreAgent:
         """This agent's run records, oldest first."""
     @property
     def memory_router(self) -> MemoryRouter: ...
-    async def preview(self, session_id: str, message: str | None = None) -> Preview:
+    async def preview(self, session_id: str, message: UserContent | None = None) -> Preview:
         """What the next model call of ``session_id`` would be given, without calling the model."""
     async def prune_runs(self) -> int:
         """Delete this agent's finished run records older than ``run_retention_days``; return how many."""
@@ -78,15 +79,18 @@ class OmniCoreAgent:
         """Continue a paused run (or one whose process died), from any process that reaches the store."""
     def resume_stream(self, run_id: str) -> AsyncAgentStream:
         """``resume()``, streamed, with the events of :meth:`stream`."""
-    async def run(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
+    async def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
+
+        ``message`` is a string or a list of content parts (text, ``image_url``, ``input_audio``,
+        ``file``, as Chat Completions takes them), stored and sent again exactly as given.
 
         Returns ``response``, ``session_id``, ``run_id``, ``status`` and ``usage``; a run that
         pauses has ``response=None`` and ``approvals`` or a ``budget_request``. One run per
         session at a time: while another runs, this one waits up to ``session_wait_seconds``
         (``on_busy="wait"``) or at once (``"raise"``) raises SessionBusyError, as it does
         while a paused run holds the session."""
-    def stream(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> AsyncAgentStream:
+    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait") -> AsyncAgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
         Yields ``TextDelta`` as the reply is written, ``ToolCall`` once a call's arguments are

@@ -180,7 +180,8 @@ def render() -> str:
     for name in aio.__all__:
         value = getattr(aio, name)
         if value not in TWINS.values():
-            stub.need(value.__module__, f"{name} as {name}")
+            alias = getattr(value, "__module__", None) == "typing"  # a Union alias claims typing as its module
+            stub.need(_defining_module(name, value) if alias else value.__module__, f"{name} as {name}")
     stub.lines.append(f"__all__ = {sorted(aio.__all__)!r}".replace("'", '"'))
     stub.lines.append("")
     for blocking, twin in TWINS.items():

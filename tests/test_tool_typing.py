@@ -29,6 +29,7 @@ AIO_SNIPPET = textwrap.dedent(
     import asyncio
 
     from omnisync import aio
+    from omnisync.content import ImageURL
 
 
     async def main() -> None:
@@ -44,6 +45,12 @@ AIO_SNIPPET = textwrap.dedent(
             reveal_type(history[0]["role"])
             result["steps"] + "one"
             await agent.run(42)
+            image: ImageURL = {"url": "https://example.com/cat.png", "detail": "low"}
+            await agent.run([{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": image}], session_id="s")
+            content = history[0]["content"]
+            if isinstance(content, list) and content[0]["type"] == "image_url":
+                reveal_type(content[0]["image_url"]["url"])
+            await agent.run([{"type": "image_url", "image_url": {"url": "https://example.com/cat.png", "detail": "medium"}}])
 
 
     asyncio.run(main())
@@ -93,7 +100,9 @@ def test_aio_methods_are_coroutines_that_return_typed_results(tmp_path):
     lines, status, stdout = mypy_strict(tmp_path, "uses_aio", AIO_SNIPPET)
     notes = [line for line in lines if line.startswith("note: Revealed type")]
     run, others = notes[0], notes[1:]
-    assert run.startswith('note: Revealed type is "def (message: str, session_id: str | None =, on_busy: str =) -> '), stdout
+    assert run.startswith('note: Revealed type is "def (message: str | '), stdout
+    assert "Sequence[TypedDict(omnisync.content.TextPart, {" in run, stdout  # or any other part; see omnisync.content
+    assert "})], session_id: str | None =, on_busy: str =) -> " in run, stdout
     assert "Coroutine[Any, Any, TypedDict(omnisync.results.RunResult, {'response': str | None" in run, stdout
     assert others == [
         'note: Revealed type is "str | None"',
@@ -102,9 +111,13 @@ def test_aio_methods_are_coroutines_that_return_typed_results(tmp_path):
         'note: Revealed type is "omnisync.aio.MemoryRouter"',
         'note: Revealed type is "int"',
         "note: Revealed type is \"Literal['system'] | Literal['user'] | Literal['assistant'] | Literal['tool']\"",
+        'note: Revealed type is "str"',  # an image part's URL, once the content is narrowed to parts
     ], stdout
-    assert [line for line in lines if line.startswith("error:")] == [
+    errors = [line for line in lines if line.startswith("error:")]
+    assert errors[:2] == [
         'error: Unsupported operand types for + ("int" and "str")  [operator]',
-        'error: Argument 1 to "run" of "OmniCoreAgent" has incompatible type "int"; expected "str"  [arg-type]',
+        'error: Argument 1 to "run" of "OmniCoreAgent" has incompatible type "int"; '
+        'expected "str | Sequence[TextPart | ImagePart | AudioPart | FilePart]"  [arg-type]',
     ], stdout
+    assert len(errors) == 3 and "Literal['medium']" in errors[2] and '"detail"' in errors[2], stdout
     assert status == 1
