@@ -7,7 +7,8 @@ fields present), chosen by fixed rules from the request:
 - the last message is a tool result -> "Done: " + the results of the last tool turn
 - the last user message holds ``use name({...json...})`` directives and no tool turn has
   followed it yet -> one tool call per directive, in one turn (several = a parallel call)
-- anything else -> "echo: <last user message>"
+- anything else -> "echo: <last user message>" (of a message of content parts, its text
+  parts, each other part as ``[image_url]``, ``[input_audio]`` or ``[file]``)
 
 With ``"stream": true`` the same answer goes out as server-sent events, one chunk per HTTP
 chunk, written from CreateChatCompletionStreamResponse: a role chunk, the text a few words a
@@ -44,14 +45,21 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
             results.insert(0, message["content"])
         return _completion(body, "Done: " + " | ".join(results))
     user_index = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    directives = DIRECTIVE.findall(messages[user_index]["content"])
+    directives = DIRECTIVE.findall(_text(messages[user_index]["content"]))
     if directives and body.get("tools") and user_index == len(messages) - 1:
         calls = [
             {"id": f"call_{user_index}_{n}", "type": "function", "function": {"name": name, "arguments": arguments}}
             for n, (name, arguments) in enumerate(directives)
         ]
         return _completion(body, None, calls)
-    return _completion(body, f"echo: {messages[user_index]['content']}")
+    return _completion(body, f"echo: {_text(messages[user_index]['content'])}")
+
+
+def _text(content: str | list[dict[str, Any]]) -> str:
+    """A user message's text; a part other than text as its kind in brackets (``[image_url]``)."""
+    if isinstance(content, str):
+        return content
+    return " ".join(part["text"] if part["type"] == "text" else f"[{part['type']}]" for part in content)
 
 
 def _completion(body: dict[str, Any], content: str | None, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:

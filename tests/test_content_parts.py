@@ -17,7 +17,7 @@ import omnisync
 from agent_helpers import echo, make_agent
 from backend_routers import BACKENDS, open_router
 from fake_http import completion, install
-from omnisync import MemoryRouter, aio
+from omnisync import MemoryRouter, OmniCoreAgent, aio
 from omnisync.cli.main import main as cli_main
 from omnisync.content import check_content, describe
 from omnisync.errors import ConfigurationError
@@ -274,3 +274,20 @@ def test_a_summary_keeps_the_text_and_names_the_image(monkeypatch, name):
     transcript = summary_call["messages"][1]["content"]
     assert "user: What is in this picture? [image: image/png," in transcript
     assert image.split(",")[1][:20] not in transcript
+
+
+# --- replayed from a hand-written cassette ----------------------------------------------------
+
+
+def test_an_image_run_replays_from_a_hand_written_cassette(omnisync_cassette, name):
+    """The cassette matches on the body, so each request must carry the parts exactly (the second from the store)."""
+    from tool_agents import SCRIPTED_MODEL
+
+    parts = [QUESTION, image_part(data_url(png(16, 16)), "low"), image_part("https://example.com/cat.png")]
+    with OmniCoreAgent("image-agent", "You are a helpful assistant.", SCRIPTED_MODEL) as agent:
+        with omnisync_cassette("handwritten/image"):
+            first = agent.run(parts, session_id="s")
+            second = agent.run("And what else?", session_id="s")
+        assert first["response"] == "echo: What is in this picture? [image_url] [image_url]"
+        assert second["response"] == "echo: And what else?"
+        assert agent.get_session_history("s")[0] == {"role": "user", "content": parts}
