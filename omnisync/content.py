@@ -144,7 +144,7 @@ def _check_part(part: object, where: str) -> None:
     if not isinstance(part, dict):
         raise ConfigurationError(f"{where} must be a dict such as {_EXAMPLES['text']}, not {type(part).__name__}")
     kind = part.get("type")
-    if kind not in _INNER:
+    if not isinstance(kind, str) or kind not in _INNER:
         raise ConfigurationError(f"{where} has type {kind!r}; a user message's parts are of type {_one_of(list(_INNER))}")
     _only(part, ("type", kind, "prompt_cache_breakpoint"), where, kind)
     if "prompt_cache_breakpoint" in part and part["prompt_cache_breakpoint"] != {"mode": "explicit"}:

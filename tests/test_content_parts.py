@@ -72,6 +72,7 @@ REFUSED = [
     ([], "empty list"),
     (["just text"], r"message\[0\] must be a dict"),
     ([{"type": "image", "image_url": {"url": "https://example.com/a.png"}}], "type 'image'; a user message's parts are of type 'text', 'image_url'"),
+    ([{"type": ["text"], "text": "hi"}], r"type \['text'\]; a user message's parts"),
     ([{"type": "text", "content": "hi"}], "unknown key 'content'; it takes 'type', 'text' or 'prompt_cache_breakpoint'"),
     ([{"type": "text", "text": ""}], r'message\[0\]\["text"\] must be a non-empty string'),
     ([{"type": "image_url", "image_url": "https://example.com/a.png"}], "needs 'image_url' as an object"),
