@@ -53,6 +53,8 @@ class OutputType:
             value_type = ValueType(output_type)
         except UnsupportedType as exc:
             raise ConfigurationError(f"output_type {output_type!r} cannot be described as a JSON schema: {exc}") from None
+        if not value_type.schema:
+            raise ConfigurationError(f"output_type {output_type!r} allows any JSON value: pass a type that says the answer's shape")
         name = _name(getattr(output_type, "__name__", None)) or _name(repr(output_type)) or "output"
         return cls(name, value_type.schema, value_type)
 
