@@ -32,7 +32,19 @@ from ._aio_pool import set_thread_count, thread_count
 from .agent import OmniCoreAgent as _BlockingAgent
 from .aio_stream import AsyncAgentStream
 from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
-from .results import ApprovalRequest, BudgetRequest, ChatMessage, HistoryMessage, Preview, PreviewWindow, RunRecordDict, RunResult, Usage
+from .results import (
+    ApprovalRequest,
+    BudgetRequest,
+    ChatMessage,
+    HistoryMessage,
+    ModelCallUsage,
+    Preview,
+    PreviewWindow,
+    RunRecordDict,
+    RunResult,
+    SessionUsage,
+    Usage,
+)
 from .router import MemoryRouter as _BlockingRouter
 from .tools import ToolRegistry
 
@@ -44,6 +56,7 @@ __all__ = [
     "HistoryMessage",
     "MemoryRouter",
     "MissingDependencyError",
+    "ModelCallUsage",
     "ModelError",
     "OmniCoreAgent",
     "OmnisyncError",
@@ -52,6 +65,7 @@ __all__ = [
     "RunError",
     "RunRecordDict",
     "RunResult",
+    "SessionUsage",
     "StoreError",
     "ToolRegistry",
     "Usage",
