@@ -263,3 +263,20 @@ def test_strict_only_when_the_schema_allows_it(backend):
     assert fits_strict_mode(nested) is False
     nested["properties"]["inner"].update(required=["a"], additionalProperties=False)
     assert fits_strict_mode(nested) is True
+
+
+def test_a_pydantic_model_with_constraints(monkeypatch):
+    pydantic = pytest.importorskip("pydantic")
+
+    class Rating(pydantic.BaseModel):
+        stars: int = pydantic.Field(ge=1, le=5)
+        comment: str
+
+    sent = OutputType.of(Rating).response_format
+    assert sent["json_schema"]["name"] == "Rating" and sent["json_schema"]["strict"] is True
+    assert sent["json_schema"]["schema"]["properties"]["stars"] == {"type": "integer", "minimum": 1, "maximum": 5}
+    install(monkeypatch, [completion('{"stars": 4, "comment": "good"}'), completion('{"stars": 9, "comment": "wow"}')])
+    agent = make_agent()
+    assert agent.run("Rate it", session_id="s", output_type=Rating)["output"] == Rating(stars=4, comment="good")
+    with pytest.raises(OutputValidationError, match="stars"):
+        agent.run("Rate it again", session_id="s", output_type=Rating)
