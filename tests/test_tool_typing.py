@@ -93,7 +93,7 @@ def test_aio_methods_are_coroutines_that_return_typed_results(tmp_path):
     lines, status, stdout = mypy_strict(tmp_path, "uses_aio", AIO_SNIPPET)
     notes = [line for line in lines if line.startswith("note: Revealed type")]
     run, others = notes[0], notes[1:]
-    assert run.startswith('note: Revealed type is "def (message: str, session_id: str | None =, on_busy: str =) -> '), stdout
+    assert run.startswith('note: Revealed type is "def (message: str, session_id: str | None =, on_busy: str =, output_type: Any =) -> '), stdout
     assert "Coroutine[Any, Any, TypedDict(omnisync.results.RunResult, {'response': str | None" in run, stdout
     assert others == [
         'note: Revealed type is "str | None"',
