@@ -43,6 +43,8 @@ class OutputType:
         if isinstance(output_type, dict):
             if not output_type:
                 raise ConfigurationError("output_type is an empty dict: pass a JSON schema, or a dataclass, TypedDict or pydantic model")
+            if output_type.get("type") == "json_schema" and isinstance(output_type.get("json_schema"), dict):
+                return cls.stored(output_type)  # a whole response_format, as OpenAI's docs write it
             return cls(_name(output_type.get("title")) or "output", output_type)
         if isinstance(output_type, (str, bytes, int, float, bool)) or output_type is None:
             raise ConfigurationError(

@@ -111,6 +111,8 @@ def test_a_json_schema_dict_is_sent_as_given_and_its_answer_parsed(monkeypatch):
     result = make_agent().run("count", output_type=schema)
     assert http.sent[0]["response_format"] == {"type": "json_schema", "json_schema": {"name": "Answer_sheet", "schema": schema, "strict": True}}
     assert result["output"] == {"n": 3, "extra": True}  # a bare schema is parsed, not checked: pass a type for that
+    whole = {"type": "json_schema", "json_schema": {"name": "sheet", "schema": schema, "strict": True}}
+    assert OutputType.of(whole).response_format == whole  # a whole response_format is taken as it is
 
 
 def test_an_answer_that_is_not_json_fails_the_run_and_keeps_the_answer(monkeypatch):
