@@ -4,7 +4,19 @@ from . import _logging  # noqa: F401  (installs the NullHandler on the "omnisync
 from .agent import OmniCoreAgent
 from .content import ContentPart, UserContent
 from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
-from .results import ApprovalRequest, BudgetRequest, ChatMessage, HistoryMessage, Preview, PreviewWindow, RunRecordDict, RunResult, Usage
+from .results import (
+    ApprovalRequest,
+    BudgetRequest,
+    ChatMessage,
+    HistoryMessage,
+    ModelCallUsage,
+    Preview,
+    PreviewWindow,
+    RunRecordDict,
+    RunResult,
+    SessionUsage,
+    Usage,
+)
 from .router import MemoryRouter
 from .tools import ToolRegistry
 
@@ -17,6 +29,7 @@ __all__ = [
     "HistoryMessage",
     "MemoryRouter",
     "MissingDependencyError",
+    "ModelCallUsage",
     "ModelError",
     "OmniCoreAgent",
     "OmnisyncError",
@@ -25,6 +38,7 @@ __all__ = [
     "RunError",
     "RunRecordDict",
     "RunResult",
+    "SessionUsage",
     "StoreError",
     "ToolRegistry",
     "Usage",

@@ -13,7 +13,8 @@ from .errors import ConfigurationError
 from .model.client import ChatClient
 from .model.config import ModelConfig
 from .prompt import PromptBuilder
-from .results import HistoryMessage, Preview, RunRecordDict, RunResult
+from .output import OutputType
+from .results import HistoryMessage, Preview, RunRecordDict, RunResult, SessionUsage
 from .router import MemoryRouter
 from .run_events import RunSteps, run_to_end
 from .run_record import RUN_STATUSES
@@ -24,6 +25,7 @@ from .stores.base import MemoryStore
 from .summaries import Summarizer
 from .tokens import TokenCounter, default_counter
 from .tools import ToolRegistry
+from .usage import session_usage
 
 MAX_ID_LENGTH = 255
 PRUNE_EVERY_SECONDS = 3600
@@ -81,7 +83,7 @@ class OmniCoreAgent:
 
     # --- runs ------------------------------------------------------------------------------
 
-    def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
+    def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         ``message`` is a string or a list of content parts (text, ``image_url``, ``input_audio``,
@@ -92,14 +94,19 @@ class OmniCoreAgent:
         session at a time: while another runs, this one waits up to ``session_wait_seconds``
         (``on_busy="wait"``) or at once (``"raise"``) raises SessionBusyError, as it does
         while a paused run holds the session.
+
+        ``output_type`` (a JSON schema dict, a dataclass, a TypedDict or a pydantic model) asks
+        the model for JSON of that shape (``response_format``) and puts the answer, read into
+        it, under ``output``; an answer that does not fit raises OutputValidationError (the run
+        is recorded failed, the answer kept in the session).
         """
-        steps = self._start(*self._checked_run_arguments(message, session_id, on_busy))
+        steps = self._start(*self._checked_run_arguments(message, session_id, on_busy), _output(output_type))
         result = run_to_end(steps, self._client.complete)
         self._after_run(result)
         return result
 
     @streams
-    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait") -> AgentStream:
+    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> AgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
         Yields ``TextDelta`` as the reply is written, ``ToolCall`` once a call's arguments are
@@ -109,13 +116,15 @@ class OmniCoreAgent:
         The arguments are checked now; the run starts when iteration does.
         """
         content, session_id, on_busy = self._checked_run_arguments(message, session_id, on_busy)
-        return AgentStream(lambda: self._start(content, session_id, on_busy), self._client, self._after_run)
+        output = _output(output_type)
+        return AgentStream(lambda: self._start(content, session_id, on_busy, output), self._client, self._after_run)
 
     @streams
-    def resume_stream(self, run_id: str) -> AgentStream:
+    def resume_stream(self, run_id: str, output_type: Any = None) -> AgentStream:
         """``resume()``, streamed, with the events of :meth:`stream`."""
         run_id = _check_run_id(run_id)
-        return AgentStream(lambda: self._runner.resume(run_id), self._client, self._after_run)
+        output = _output(output_type)
+        return AgentStream(lambda: self._runner.resume(run_id, output), self._client, self._after_run)
 
     def _checked_run_arguments(self, message: UserContent, session_id: str | None, on_busy: str) -> tuple[Content, str, str]:
         content = check_content(message)
@@ -124,13 +133,18 @@ class OmniCoreAgent:
         session_id = new_session_id() if session_id is None else _check_session_id(session_id)
         return content, session_id, on_busy
 
-    def _start(self, content: Content, session_id: str, on_busy: str) -> RunSteps:
+    def _start(self, content: Content, session_id: str, on_busy: str, output: OutputType | None) -> RunSteps:
         self._summarizer.wait(session_id)
-        return self._runner.start(content, session_id, on_busy)
+        return self._runner.start(content, session_id, on_busy, output)
 
-    def resume(self, run_id: str) -> RunResult:
-        """Continue a paused run (or one whose process died), from any process that reaches the store."""
-        result = run_to_end(self._runner.resume(_check_run_id(run_id)), self._client.complete)
+    def resume(self, run_id: str, output_type: Any = None) -> RunResult:
+        """Continue a paused run (or one whose process died), from any process that reaches the store.
+
+        A run started with an ``output_type`` keeps asking for its JSON schema; pass the same
+        ``output_type`` again to have ``output`` read into it (else it is the parsed JSON).
+        """
+        run_id = _check_run_id(run_id)
+        result = run_to_end(self._runner.resume(run_id, _output(output_type)), self._client.complete)
         self._after_run(result)
         return result
 
@@ -173,6 +187,17 @@ class OmniCoreAgent:
             _check_session_id(session_id)
         return [cast(RunRecordDict, r.to_record()) for r in run_state.list_runs(self._store(), self.name, status=status, session_id=session_id)]
 
+    def get_session_usage(self, session_id: str) -> SessionUsage:
+        """Every model call of the session's runs added up, summary calls included (see :mod:`omnisync.usage`).
+
+        Waits for a pending summary first, so its usage is counted. Counts the run records the
+        store still keeps (``run_retention_days``).
+        """
+        session_id = _check_session_id(session_id)
+        self._summarizer.wait(session_id)
+        runs = run_state.list_runs(self._store(), self.name, session_id=session_id)
+        return cast(SessionUsage, session_usage((call for run in runs for call in run.model_calls), len(runs)))
+
     def prune_runs(self) -> int:
         """Delete this agent's finished run records older than ``run_retention_days``; return how many."""
         self._pruned_at = time.monotonic()
@@ -180,7 +205,7 @@ class OmniCoreAgent:
 
     def _after_run(self, result: RunResult) -> None:
         if result["status"] == "completed":
-            self._summarizer.schedule(result["session_id"])
+            self._summarizer.schedule(result["session_id"], result["run_id"])
         if not self._prune_due():
             return
         with self._prune_lock:
@@ -273,6 +298,12 @@ def _check_session_id(session_id: Any) -> str:
             f"not {session_id!r}"
         )
     return session_id
+
+
+def _output(output_type: Any) -> OutputType | None:
+    if output_type is None or isinstance(output_type, OutputType):
+        return output_type
+    return OutputType.of(output_type)
 
 
 def _check_run_id(run_id: Any) -> str:

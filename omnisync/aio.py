@@ -33,7 +33,19 @@ from .agent import OmniCoreAgent as _BlockingAgent
 from .aio_stream import AsyncAgentStream
 from .content import ContentPart, UserContent
 from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
-from .results import ApprovalRequest, BudgetRequest, ChatMessage, HistoryMessage, Preview, PreviewWindow, RunRecordDict, RunResult, Usage
+from .results import (
+    ApprovalRequest,
+    BudgetRequest,
+    ChatMessage,
+    HistoryMessage,
+    ModelCallUsage,
+    Preview,
+    PreviewWindow,
+    RunRecordDict,
+    RunResult,
+    SessionUsage,
+    Usage,
+)
 from .router import MemoryRouter as _BlockingRouter
 from .tools import ToolRegistry
 
@@ -46,6 +58,7 @@ __all__ = [
     "HistoryMessage",
     "MemoryRouter",
     "MissingDependencyError",
+    "ModelCallUsage",
     "ModelError",
     "OmniCoreAgent",
     "OmnisyncError",
@@ -54,6 +67,7 @@ __all__ = [
     "RunError",
     "RunRecordDict",
     "RunResult",
+    "SessionUsage",
     "StoreError",
     "ToolRegistry",
     "Usage",

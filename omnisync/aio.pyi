@@ -7,14 +7,14 @@ from omnisync.aio_stream import AsyncAgentStream
 from omnisync.content import ContentPart as ContentPart, UserContent as UserContent
 from omnisync.errors import ConfigurationError as ConfigurationError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
 from omnisync.model.config import ModelConfig
-from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, Usage as Usage
+from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, ModelCallUsage as ModelCallUsage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, SessionUsage as SessionUsage, Usage as Usage
 from omnisync.router import MemoryRouter as _BlockingMemoryRouter
 from omnisync.stores.base import MemoryStore
 from omnisync.tokens import TokenCounter
 from omnisync.tools.registry import ToolRegistry as ToolRegistry
 from typing import Any
 
-__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "HistoryMessage", "MemoryRouter", "MissingDependencyError", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RunError", "RunRecordDict", "RunResult", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
+__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "HistoryMessage", "MemoryRouter", "MissingDependencyError", "ModelCallUsage", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RunError", "RunRecordDict", "RunResult", "SessionUsage", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
 
 class MemoryRouter:
     """``omnisync.MemoryRouter`` with coroutine methods (``await router.close()``)."""
@@ -63,6 +63,11 @@ class OmniCoreAgent:
         """The run's record as a dict."""
     async def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[HistoryMessage]:
         """The session's active messages, oldest first (with ``include_inactive``, every stored one)."""
+    async def get_session_usage(self, session_id: str) -> SessionUsage:
+        """Every model call of the session's runs added up, summary calls included (see :mod:`omnisync.usage`).
+
+        Waits for a pending summary first, so its usage is counted. Counts the run records the
+        store still keeps (``run_retention_days``)."""
     async def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult:
         """Raise the limits of a run that awaits budget by these amounts; then call ``resume``."""
     async def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[RunRecordDict]:
@@ -75,11 +80,14 @@ class OmniCoreAgent:
         """Delete this agent's finished run records older than ``run_retention_days``; return how many."""
     async def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult:
         """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""
-    async def resume(self, run_id: str) -> RunResult:
-        """Continue a paused run (or one whose process died), from any process that reaches the store."""
-    def resume_stream(self, run_id: str) -> AsyncAgentStream:
+    async def resume(self, run_id: str, output_type: Any = None) -> RunResult:
+        """Continue a paused run (or one whose process died), from any process that reaches the store.
+
+        A run started with an ``output_type`` keeps asking for its JSON schema; pass the same
+        ``output_type`` again to have ``output`` read into it (else it is the parsed JSON)."""
+    def resume_stream(self, run_id: str, output_type: Any = None) -> AsyncAgentStream:
         """``resume()``, streamed, with the events of :meth:`stream`."""
-    async def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
+    async def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         ``message`` is a string or a list of content parts (text, ``image_url``, ``input_audio``,
@@ -89,8 +97,13 @@ class OmniCoreAgent:
         pauses has ``response=None`` and ``approvals`` or a ``budget_request``. One run per
         session at a time: while another runs, this one waits up to ``session_wait_seconds``
         (``on_busy="wait"``) or at once (``"raise"``) raises SessionBusyError, as it does
-        while a paused run holds the session."""
-    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait") -> AsyncAgentStream:
+        while a paused run holds the session.
+
+        ``output_type`` (a JSON schema dict, a dataclass, a TypedDict or a pydantic model) asks
+        the model for JSON of that shape (``response_format``) and puts the answer, read into
+        it, under ``output``; an answer that does not fit raises OutputValidationError (the run
+        is recorded failed, the answer kept in the session)."""
+    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> AsyncAgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
         Yields ``TextDelta`` as the reply is written, ``ToolCall`` once a call's arguments are

@@ -9,11 +9,13 @@
     │   ├── ModelConnectionError                 no HTTP response at all
     │   │   └── ModelTimeoutError
     │   ├── ModelResponseError                   a response that is not a chat completion
+    │   ├── OutputValidationError                an answer that does not fit the run's output_type
     │   ├── ModelStreamError                     a streamed reply broke after it began (never retried)
     │   │   ├── StreamInterruptedError           the connection ended, dropped or ran out of time
     │   │   └── StreamServerError                the server sent an error object in the stream
     │   └── ModelStatusError                     an HTTP error status
     │       ├── BadRequestError                  400
+    │       │   └── StructuredOutputUnsupportedError  the server refused response_format json_schema
     │       ├── AuthenticationError              401
     │       ├── PermissionDeniedError            403
     │       ├── NotFoundError                    404
@@ -80,6 +82,20 @@ class ModelResponseError(ModelError):
     """The server answered 2xx with something that is not a chat completion."""
 
 
+class OutputValidationError(ModelError):
+    """The model's final answer is not JSON, or does not fit the run's ``output_type``.
+
+    ``text`` is the answer as the model wrote it (it is also kept in the session, and the run
+    record says ``failed`` with the reason); ``problems`` lists what did not fit.
+    """
+
+    def __init__(self, message: str, *, text: str | None, problems: list[str], run_id: str | None = None) -> None:
+        super().__init__(message)
+        self.text = text
+        self.problems = problems
+        self.run_id = run_id
+
+
 class ModelStreamError(ModelError):
     """A streamed reply broke after its first byte; ``partial`` holds the Completion received so far.
 
@@ -113,6 +129,10 @@ class ModelStatusError(ModelError):
 
 class BadRequestError(ModelStatusError):
     """400: the server refused the request as malformed."""
+
+
+class StructuredOutputUnsupportedError(BadRequestError):
+    """The server refused ``response_format`` with a JSON schema (a run's ``output_type``): it lacks structured output."""
 
 
 class AuthenticationError(ModelStatusError):

@@ -17,11 +17,13 @@ __all__ = [
     "BudgetRequest",
     "ChatMessage",
     "HistoryMessage",
+    "ModelCallUsage",
     "Preview",
     "PreviewWindow",
     "RunRecordDict",
     "RunResult",
     "RunStatus",
+    "SessionUsage",
     "Usage",
 ]
 
@@ -29,11 +31,44 @@ RunStatus = Literal["running", "awaiting_approval", "awaiting_budget", "complete
 
 
 class Usage(TypedDict, total=False):
-    """Tokens the run's model calls used, summed; a key is missing when the server never reported it."""
+    """Tokens used, summed; a key is missing when the server never reported it.
+
+    The ``*_details`` objects are the server's breakdowns (``cached_tokens``,
+    ``reasoning_tokens``...), field by field as it sent them.
+    """
 
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    prompt_tokens_details: dict[str, int]
+    completion_tokens_details: dict[str, int]
+
+
+class _ModelCallUsageKeys(TypedDict):
+    kind: Literal["step", "summary"]
+    usage: Usage
+
+
+class ModelCallUsage(_ModelCallUsageKeys, total=False):
+    """One model call on a run record: a ``"step"`` of the run, or a ``"summary"`` its end led to.
+
+    Optional: ``model``, the model the server said answered.
+    """
+
+    model: str
+
+
+class SessionUsage(TypedDict):
+    """What ``get_session_usage`` returns: every model call of a session's runs, added up.
+
+    ``usage`` is the total, summaries included; ``by_kind`` splits it into ``"step"`` and
+    ``"summary"``; ``model_calls`` counts the calls of each kind; ``runs`` counts the run records.
+    """
+
+    usage: Usage
+    by_kind: dict[Literal["step", "summary"], Usage]
+    model_calls: dict[Literal["step", "summary"], int]
+    runs: int
 
 
 class ApprovalRequest(TypedDict):
@@ -68,12 +103,14 @@ class RunResult(_RunResultKeys, total=False):
     ``response`` is ``None`` while the run is paused or when it failed; ``truncated`` says
     the reply was cut off by the output limit. Optional: ``approvals`` (status
     ``awaiting_approval``), ``budget_request`` (status ``awaiting_budget``), ``error``
-    (status ``failed``).
+    (status ``failed``), ``output`` (a completed run given an ``output_type``: the answer
+    parsed into it).
     """
 
     approvals: list[ApprovalRequest]
     budget_request: BudgetRequest | None
     error: str
+    output: Any
 
 
 class _ChatMessageKeys(TypedDict):
@@ -131,6 +168,7 @@ class RunRecordDict(TypedDict):
     status: RunStatus
     step: int
     usage: Usage
+    model_calls: list[ModelCallUsage]
     tool_calls_made: int
     pending_calls: list[dict[str, Any]]
     decisions: dict[str, dict[str, Any]]
@@ -142,6 +180,7 @@ class RunRecordDict(TypedDict):
     error: str | None
     partial_response: str | None
     finish_reason: str | None
+    response_format: dict[str, Any] | None
     lease_owner: str | None
     lease_until: str | None
     created_at: str | None

@@ -11,7 +11,7 @@ completion it assembled. Every driver shares the same decisions and the same sav
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -21,12 +21,20 @@ from .results import RunResult
 
 @dataclass(frozen=True)
 class ModelCallStarted:
-    """The loop needs a model reply to these messages; the driver sends back a Completion."""
+    """The loop needs a model reply to these messages; the driver sends back a Completion.
+
+    ``response_format`` is set when the run has an ``output_type``: the call must ask for it.
+    """
 
     run_id: str
     step: int
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None
+    response_format: dict[str, Any] | None = None
+
+    def options(self) -> dict[str, Any]:
+        """The request options this call adds to the model's own (keyword arguments of ``ChatClient.complete``)."""
+        return {"response_format": self.response_format} if self.response_format else {}
 
 
 @dataclass(frozen=True)
@@ -107,11 +115,12 @@ class StoppedReply:
 
 RunEvent = Union[ModelCallStarted, ModelCallFinished, TextDelta, Text, ToolCall, ToolResult, RunPaused, RunFinished, RunFailed]
 RunSteps = Generator[RunEvent, Union[Completion, StoppedReply, None], RunResult]
-ModelCall = Callable[[Sequence[dict[str, Any]], Union[Sequence[dict[str, Any]], None]], Completion]
+ModelCall = Callable[..., Completion]
+"""How a driver calls the model: ``call(messages, tools, **options)``, as ``ChatClient.complete`` takes them."""
 
 
 def events(steps: RunSteps, call_model: ModelCall) -> Iterator[RunEvent]:
-    """Drive a run, yielding each of its events; each model call is ``call_model(messages, tools)``.
+    """Drive a run, yielding each of its events; each model call is ``call_model(messages, tools, **options)``.
 
     A model error is thrown into the loop, which records the run as failed and raises it
     again. Closing this iterator early closes the loop where it stands, and the run ends
@@ -128,7 +137,7 @@ def events(steps: RunSteps, call_model: ModelCall) -> Iterator[RunEvent]:
             yield event
             if isinstance(event, ModelCallStarted):
                 try:
-                    reply = call_model(event.messages, event.tools)
+                    reply = call_model(event.messages, event.tools, **event.options())
                 except Exception as exc:
                     steps.throw(exc)  # the loop records the failure and raises it again
                     raise

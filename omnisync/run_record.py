@@ -32,6 +32,10 @@ class RunRecord:
 
     ``kind`` tells an agent's runs from the claims its summaries take (see :mod:`omnisync.run_state`);
     ``finish_reason`` is the last model reply's (``"length"``: cut off by the output limit).
+    ``usage`` adds up the run's own model calls (what its budget counts); ``model_calls`` keeps
+    each call's usage with its kind, summary calls the run's end led to included (see
+    :mod:`omnisync.usage`). ``response_format`` is what each of its calls asks for when the run
+    has an ``output_type``, so a resumed run asks for the same.
     """
 
     run_id: str
@@ -40,7 +44,8 @@ class RunRecord:
     kind: str = RUN
     status: str = RUNNING
     step: int = 0
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+    model_calls: list[dict[str, Any]] = field(default_factory=list)
     tool_calls_made: int = 0
     pending_calls: list[dict[str, Any]] = field(default_factory=list)
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -52,6 +57,7 @@ class RunRecord:
     error: str | None = None
     partial_response: str | None = None  # the text a broken stream delivered before it broke
     finish_reason: str | None = None
+    response_format: dict[str, Any] | None = None
     lease_owner: str | None = None
     lease_until: datetime | None = None
     created_at: datetime | None = None

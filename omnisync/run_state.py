@@ -78,6 +78,7 @@ def create(
     loaded_seq: tuple[int, int] | None,
     lease_seconds: int,
     run_id: str | None = None,
+    response_format: dict[str, Any] | None = None,
 ) -> RunRecord:
     """A new running record, leased to this process."""
     now = utcnow()
@@ -88,6 +89,7 @@ def create(
         status=RUNNING,
         budget=dict(budget),
         loaded_seq=loaded_seq,
+        response_format=response_format,
         lease_owner=OWNER,
         lease_until=now + timedelta(seconds=lease_seconds),
         created_at=now,
@@ -256,6 +258,22 @@ def grant(
         if extra and limit is not None:
             budget[key] = limit + extra
     return store.save_run(record.evolve(budget=budget, updated_at=utcnow()), expected_version=record.version)
+
+
+def add_model_call(store: MemoryStore, agent: str, run_id: str, call: dict[str, Any], attempts: int = 5) -> RunRecord:
+    """Append a model call made for a run after the fact (a summary its end led to) to the run's ``model_calls``.
+
+    The run's own ``usage`` (what its budget counts) is left as it is. Retried on a concurrent
+    change of the record; RunNotFoundError when the record is gone (pruned).
+    """
+    for attempt in range(attempts):
+        record = load(store, agent, run_id)
+        try:
+            return store.save_run(record.evolve(model_calls=[*record.model_calls, call]), expected_version=record.version)
+        except RunConflictError:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 # --- session leases --------------------------------------------------------------------

@@ -29,9 +29,10 @@ from ._logging import logger
 from .agent_config import AgentConfig
 from .content import Content
 from .context import Priced
-from .errors import OmnisyncError, RunConflictError, RunStateError, SessionBusyError, StoreError
+from .errors import BadRequestError, OmnisyncError, OutputValidationError, RunConflictError, RunStateError, SessionBusyError, StoreError
 from .messages import Message, from_chat
 from .model.client import Completion
+from .output import OutputType, refused
 from .prompt import PromptBuilder
 from .run_events import (
     ModelCallFinished,
@@ -51,8 +52,10 @@ from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCELLED, COMPLETED
 from .storable import MAX_ID_LENGTH, storable_reply, storable_tool_result
 from .stores.base import MemoryStore
 from .tools import ToolRegistry
+from .usage import STEP, add_usage, model_call
 
 _RUN_MESSAGES_PAGE = 64
+_NO_OUTPUT = object()  # a run without an output_type: its result has no "output"
 TRUNCATED = "length"  # the finish_reason of a reply cut off by the output limit
 ON_BUSY = ("wait", "raise")
 _FIRST_BUSY_PAUSE = 0.05
@@ -76,6 +79,7 @@ class RunContext:
     current: list[Priced]  # this run's messages, user message first
     unwritten: list[Message]  # this run's messages not yet in the store
     leased_at: float = 0.0  # when (by Runner.clock) this process last saved the record, renewing its lease
+    output: OutputType | None = None  # what the final answer is read into, when the run has an output_type
 
 
 class Runner:
@@ -103,7 +107,7 @@ class Runner:
 
     # --- starting and resuming ---------------------------------------------------------
 
-    def start(self, message: Content, session_id: str, on_busy: str = "wait") -> RunSteps:
+    def start(self, message: Content, session_id: str, on_busy: str = "wait", output: OutputType | None = None) -> RunSteps:
         store = self.store
         run_id = run_state.new_run_id()
         self._take_session(store, session_id, run_id, on_busy)
@@ -117,6 +121,7 @@ class Runner:
                 loaded_seq=(window[0].seq, window[-1].seq) if window else None,  # type: ignore[arg-type]
                 lease_seconds=self.config.run_lease_seconds,
                 run_id=run_id,
+                response_format=output.response_format if output else None,
             )
         except BaseException:
             self._release_session(store, session_id, run_id)
@@ -128,10 +133,12 @@ class Runner:
             current=[user],
             unwritten=[self._message(user, record.run_id)],
             leased_at=self.clock(),
+            output=output,
         )
         return (yield from self._loop(store, context))
 
-    def resume(self, run_id: str) -> RunSteps:
+    def resume(self, run_id: str, output: OutputType | None = None) -> RunSteps:
+        """Continue a run; ``output`` replaces the output_type it started with (by default its stored schema, read as JSON)."""
         store = self.store
         held = run_state.load(store, self.agent, run_id)
         if not held.is_finished or run_state.holds_session(store, held):  # else claim says why it cannot resume
@@ -148,12 +155,17 @@ class Runner:
                 f"run {run_id} stopped before it wrote anything, so its message is not in the store; run the message again"
             )
         window = self.prompt.window(store, self.agent, record.session_id, before_seq=own[0].seq)
+        if output is not None:
+            record = record.evolve(response_format=output.response_format)  # saved with the run's next save
+        elif record.response_format:
+            output = OutputType.stored(record.response_format)
         context = RunContext(
             record=record,
             history=self.prompt.earlier(window),
             current=self.prompt.history(own),
             unwritten=[],
             leased_at=self.clock(),
+            output=output,
         )
         return (yield from self._loop(store, context))
 
@@ -286,7 +298,14 @@ class Runner:
                 return (yield from self._pause(store, context, AWAITING_BUDGET, budget_request=over))
             step = context.record.step + 1
             prompt = self.prompt.build(context.history, context.current)
-            completion = yield ModelCallStarted(context.record.run_id, step, prompt.messages, self.tools.schemas() or None)
+            response_format = context.output.response_format if context.output else None
+            try:
+                completion = yield ModelCallStarted(context.record.run_id, step, prompt.messages, self.tools.schemas() or None, response_format)
+            except BadRequestError as exc:
+                unsupported = refused(exc, response_format) if response_format else None
+                if unsupported is None:
+                    raise
+                raise unsupported from exc
             if isinstance(completion, StoppedReply):
                 return (yield from self._stop_with_partial_reply(store, context, completion.completion))
             if not isinstance(completion, Completion):
@@ -311,9 +330,25 @@ class Runner:
             if reply["content"]:
                 yield Text(context.record.run_id, reply["content"])
             if not calls:
-                return (yield from self._finish(store, context, COMPLETED, reply["content"]))
+                output = self._read_output(context, reply["content"], completion) if context.output else _NO_OUTPUT
+                return (yield from self._finish(store, context, COMPLETED, reply["content"], output=output))
             for call in calls:
                 yield ToolCall(context.record.run_id, call["id"], call["function"]["name"], call["function"]["arguments"])
+
+    def _read_output(self, context: RunContext, text: str | None, completion: Completion) -> Any:
+        """The final answer read into the run's output_type; the answer stays in the session either way."""
+        assert context.output is not None
+        try:
+            return context.output.parse(text, context.record.run_id)
+        except OutputValidationError as exc:
+            if completion.finish_reason != TRUNCATED:
+                raise
+            raise OutputValidationError(
+                f"{exc} (the answer was cut off by the model's output limit, finish_reason 'length': raise max_tokens)",
+                text=exc.text,
+                problems=exc.problems,
+                run_id=exc.run_id,
+            ) from None
 
     def _open_calls(self, context: RunContext) -> list[dict[str, Any]]:
         """Tool calls of the last assistant message that have no result yet."""
@@ -422,10 +457,12 @@ class Runner:
             ) from exc
 
     def _count_usage(self, context: RunContext, completion: Completion) -> None:
-        usage = dict(context.record.usage)
-        for key, value in completion.usage.items():
-            usage[key] = usage.get(key, 0) + value
-        context.record = context.record.evolve(usage=usage, step=context.record.step + 1, finish_reason=completion.finish_reason)
+        context.record = context.record.evolve(
+            usage=add_usage(context.record.usage, completion.usage),
+            model_calls=[*context.record.model_calls, model_call(STEP, completion.usage, completion.model)],
+            step=context.record.step + 1,
+            finish_reason=completion.finish_reason,
+        )
 
     def _stop_with_partial_reply(self, store: MemoryStore, context: RunContext, partial: Completion) -> RunSteps:
         """The caller stopped a streamed reply: its text so far is the reply, marked partial; the run is cancelled."""
@@ -455,11 +492,15 @@ class Runner:
         yield RunPaused(result)
         return result
 
-    def _finish(self, store: MemoryStore, context: RunContext, status: str, response: str | None, error: str | None = None) -> RunSteps:
+    def _finish(
+        self, store: MemoryStore, context: RunContext, status: str, response: str | None, error: str | None = None, output: Any = _NO_OUTPUT
+    ) -> RunSteps:
         context.record = run_state.finish(
             store, context.record, status, retention_days=self.config.run_retention_days, response=response, error=error
         )
         result = result_of(context.record)
+        if output is not _NO_OUTPUT:
+            result["output"] = output
         yield RunFinished(result)
         return result
 

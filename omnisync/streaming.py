@@ -153,7 +153,7 @@ class AgentStream:
             return StoppedReply(Completion(content=None))
         from .model.stream import TextDelta as WireText
 
-        reply = self._client.stream(call.messages, call.tools)
+        reply = self._client.stream(call.messages, call.tools, **call.options())
         self._reply = reply
         outcome: Completion | StoppedReply
         try:

@@ -10,6 +10,10 @@ A summary the model did not finish (cut off by its output limit) or left empty i
 summary: nothing changes, a warning is logged, and the next run tries again. A summary call
 is sent the agent's model and sampling, but none of the run's output settings (``SUMMARY_DROPS``):
 a summary is plain text of its own length.
+
+Each summary call's usage, a failed summary's too, is added to the ``model_calls`` of the run
+whose end scheduled the fold (kind ``"summary"``), so a session's run records add up to all
+it cost; a fold nobody's run scheduled (``fold`` called directly) records none.
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ from .content import describe
 from .errors import OmnisyncError
 from .memory_config import MemoryConfig
 from .messages import SUMMARY_PREFIX, Message
-from .model.client import ChatClient
+from .model.client import ChatClient, Completion
 from .run_record import RunRecord
 from .stores.base import MemoryStore
 from .tokens import TokenCounter, message_tokens
+from .usage import SUMMARY, model_call
 
 FOLD_MAX_MESSAGES = 400
 SUMMARY_DROPS = ("response_format", "max_tokens", "max_completion_tokens", "stop")
@@ -64,8 +69,8 @@ class Summarizer:
     def enabled(self) -> bool:
         return self.config.summary_enabled
 
-    def schedule(self, session_id: str) -> None:
-        """Fold ``session_id`` in the background if its history has outgrown the window."""
+    def schedule(self, session_id: str, run_id: str | None = None) -> None:
+        """Fold ``session_id`` in the background if its history has outgrown the window; ``run_id`` pays for it."""
         if not self.enabled:
             return
         with self._lock:
@@ -73,7 +78,7 @@ class Summarizer:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"omnisync-summary-{self.agent}")
             previous = self._pending.get(session_id)
             store = self._store()
-            self._pending[session_id] = self._executor.submit(self._fold_after, previous, store, session_id)
+            self._pending[session_id] = self._executor.submit(self._fold_after, previous, store, session_id, run_id)
 
     def wait(self, session_id: str | None = None) -> None:
         """Block until the pending fold of one session (or of every session) is done."""
@@ -94,11 +99,11 @@ class Summarizer:
         if executor is not None:
             executor.shutdown(wait=True)
 
-    def _fold_after(self, previous: Future[None] | None, store: MemoryStore, session_id: str) -> None:
+    def _fold_after(self, previous: Future[None] | None, store: MemoryStore, session_id: str, run_id: str | None) -> None:
         if previous is not None:
             previous.result()
         try:
-            self.fold(store, session_id)
+            self.fold(store, session_id, run_id)
         except Exception as exc:  # a failed summary changes nothing; the next run tries again
             logger.warning("summary of session %r for agent %r failed, nothing changed: %s", session_id, self.agent, exc)
 
@@ -145,7 +150,7 @@ class Summarizer:
             return newest[0].seq + 1 if newest else None  # type: ignore[operator]
         return keep[0].seq
 
-    def fold(self, store: MemoryStore, session_id: str) -> Message | None:
+    def fold(self, store: MemoryStore, session_id: str, run_id: str | None = None) -> Message | None:
         folded = self.plan(store, session_id)
         if not folded:
             return None
@@ -154,7 +159,7 @@ class Summarizer:
         if claim is None:
             return None
         try:
-            text = self._summarize(folded)
+            text = self._summarize(folded, store, run_id)
             content = f"{SUMMARY_PREFIX} {text}"
             summary = Message(
                 role="user",
@@ -177,18 +182,27 @@ class Summarizer:
         self._end_claim(store, claim, None)
         return written
 
-    def _summarize(self, folded: list[Message]) -> str:
+    def _summarize(self, folded: list[Message], store: MemoryStore, run_id: str | None) -> str:
         transcript = "\n".join(_transcript_line(m) for m in folded)
         completion = self.client.complete(
             [{"role": "system", "content": SUMMARY_INSTRUCTION}, {"role": "user", "content": transcript}],
             sampling=summary_sampling(self.client.config.sampling),
         )
+        self._count_usage(store, run_id, completion)
         if completion.finish_reason == "length":
             raise OmnisyncError("the summary was cut off by the model's output limit (finish_reason 'length')")
         text = (completion.content or "").strip().removeprefix(SUMMARY_PREFIX).strip()
         if not text:
             raise OmnisyncError("the model returned an empty summary")
         return text
+
+    def _count_usage(self, store: MemoryStore, run_id: str | None, completion: Completion) -> None:
+        if run_id is None:
+            return
+        try:
+            run_state.add_model_call(store, self.agent, run_id, model_call(SUMMARY, completion.usage, completion.model))
+        except OmnisyncError as exc:  # the summary itself is good; only its accounting is lost
+            logger.warning("could not add a summary's usage to run %s: %s", run_id, exc)
 
     def _end_claim(self, store: MemoryStore, claim: RunRecord, error: str | None) -> None:
         try:

@@ -20,7 +20,7 @@ import pytest
 import backends
 from omnisync.agent import OmniCoreAgent
 from omnisync.router import MemoryRouter
-from omnisync.run_record import AWAITING_APPROVAL
+from omnisync.run_record import AWAITING_APPROVAL, RunRecord
 from omnisync.stores.sql import SQLStore
 from transfer_helpers import AGENT, fill, seqs, snapshot
 
@@ -299,6 +299,7 @@ def test_export_sqlite_opens_as_plain_tables(env, tmp_path):
     assert json.loads(rows[4]["metadata"])["summary"]["folded"] == 4
     run = next(db.query("select pending_calls, version from runs where run_id = 'run-wait'"))
     assert [c["id"] for c in json.loads(run["pending_calls"])] == ["call_a", "call_b"] and run["version"] == 2
+    assert set(db["runs"].columns_dict) == set(RunRecord.__dataclass_fields__)  # every field of a run record has its column
     db.close()
 
 

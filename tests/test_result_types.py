@@ -6,6 +6,7 @@ import uuid
 
 import omnisync
 from agent_helpers import echo, make_agent
+from fake_http import completion as fake_completion
 from fake_http import install
 from omnisync import results
 from tool_agents import tool_agent
@@ -75,3 +76,29 @@ def test_a_run_that_awaits_approval_fits_its_type(omnisync_cassette):
     assert problems(agent.get_run(paused["run_id"]), omnisync.RunRecordDict) == []
     cancelled = agent.cancel_run(paused["run_id"])
     assert problems(cancelled, omnisync.RunResult) == []
+
+
+def test_session_usage_and_a_structured_result_fit_their_types(monkeypatch):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Count:
+        n: int
+
+    def answer(body):
+        if body["messages"][0]["content"].startswith("You write the running summary"):
+            return echo(body)
+        content = '{"n": 1}' if body.get("response_format") else "plain"
+        return fake_completion(content, prompt_tokens=3, completion_tokens=1)
+
+    install(monkeypatch, answer)
+    config = {"memory_config": {"mode": "sliding_window", "value": 2, "summary": {"enabled": True}}}
+    agent = make_agent(name=f"types-{uuid.uuid4().hex[:8]}", agent_config=config)
+    agent.run("one", session_id="s")
+    typed = agent.run("two", session_id="s", output_type=Count)
+    assert typed["output"] == Count(1)
+    assert problems(typed, omnisync.RunResult) == []
+    usage = agent.get_session_usage("s")
+    assert usage["model_calls"]["summary"] == 1
+    assert problems(usage, omnisync.SessionUsage) == []
+    assert problems(agent.get_run(typed["run_id"]), omnisync.RunRecordDict) == []

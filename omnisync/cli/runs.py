@@ -9,10 +9,12 @@ agent's process (or any other that reaches the store) then calls ``agent.resume(
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from .. import run_state
 from ..router import MemoryRouter
 from ..run_record import AWAITING_APPROVAL, RunRecord
+from ..usage import STEP, SUMMARY, session_usage
 from .output import note, print_json, table, when
 
 
@@ -24,12 +26,30 @@ def runs(args: argparse.Namespace, router: MemoryRouter) -> int:
         print_json([r.to_record() for r in found])
     elif found:
         table(
-            ("RUN", "AGENT", "SESSION", "STATUS", "STEP", "UPDATED", "WAITING FOR"),
-            [(r.run_id, r.agent, r.session_id, r.status, r.step, when(r.updated_at), _waiting_for(r)) for r in found],
+            ("RUN", "AGENT", "SESSION", "STATUS", "STEP", "TOKENS", "UPDATED", "WAITING FOR"),
+            [(r.run_id, r.agent, r.session_id, r.status, r.step, _tokens(r), when(r.updated_at), _waiting_for(r)) for r in found],
         )
     else:
         note("no run records" + (f" with status {args.status}" if args.status else ""))
     return 0
+
+
+def _tokens(record: RunRecord) -> str:
+    """Total tokens of the run's model calls, prompt/completion, and what its summaries added: ``57 (29/28) +20 summary``."""
+    if not record.model_calls:  # a record written before model calls were kept
+        return _counts(record.usage)
+    spent = session_usage(record.model_calls, runs=1)
+    shown = _counts(spent["by_kind"][STEP])
+    summaries = spent["by_kind"][SUMMARY]
+    if spent["model_calls"][SUMMARY]:
+        shown += f" +{summaries.get('total_tokens', '?')} summary"
+    return shown
+
+
+def _counts(usage: dict[str, Any]) -> str:
+    if not usage:
+        return "-"
+    return f"{usage.get('total_tokens', '?')} ({usage.get('prompt_tokens', '?')}/{usage.get('completion_tokens', '?')})"
 
 
 def _waiting_for(record: RunRecord) -> str:

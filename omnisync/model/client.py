@@ -24,6 +24,7 @@ from ..errors import (
     status_error_class,
 )
 from ..redact import redact_text, redact_url, redact_value, remember_secret
+from ..usage import read_usage
 from .config import ModelConfig
 from .http_options import call_api_key
 from .retry import retry_after_seconds, retrying
@@ -43,7 +44,7 @@ class Completion:
     content: str | None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)  # as omnisync.usage reads it
     model: str | None = None
     id: str | None = None
 
@@ -335,12 +336,11 @@ def parse_completion(body: Any) -> Completion:
         tool_calls = [_tool_call(call) for call in message.get("tool_calls") or []]
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise ModelResponseError(f"the response is not a chat completion ({exc}): {str(body)[:200]}") from exc
-    usage = body.get("usage") or {}
     return Completion(
         content=message.get("content"),
         tool_calls=tool_calls,
         finish_reason=choice.get("finish_reason"),
-        usage={k: int(usage[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens") if isinstance(usage.get(k), int)},
+        usage=read_usage(body.get("usage")),
         model=body.get("model"),
         id=body.get("id"),
     )

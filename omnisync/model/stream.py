@@ -29,6 +29,7 @@ import urllib3
 
 from ..errors import ModelResponseError, ModelStreamError, StreamInterruptedError, StreamServerError
 from ..redact import redact_url
+from ..usage import read_usage
 from .client import Completion, parse_completion
 from .sse import EventParser
 
@@ -70,16 +71,15 @@ class CompletionAssembler:
         self.saw_content: bool = False
         self.tool_calls: dict[int, _ToolCall] = {}
         self.finish_reason: str | None = None
-        self.usage: dict[str, int] = {}
+        self.usage: dict[str, Any] = {}
         self.model: str | None = None
         self.id: str | None = None
 
     def add(self, chunk: dict[str, Any]) -> list[Delta]:
         self.id = self.id or chunk.get("id")
         self.model = self.model or chunk.get("model")
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            self.usage = {k: int(usage[k]) for k in ("prompt_tokens", "completion_tokens", "total_tokens") if isinstance(usage.get(k), int)}
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = read_usage(chunk["usage"])
         deltas: list[Delta] = []
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:

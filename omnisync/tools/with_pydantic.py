@@ -69,3 +69,25 @@ def tidy(schema: Any) -> Any:
     if cleaned.get("type") == "object" and "properties" in cleaned:
         cleaned.setdefault("additionalProperties", False)
     return cleaned
+
+
+class PydanticValue:
+    """One type (a model, a dataclass, a ``TypedDict``...) that pydantic describes and validates."""
+
+    def __init__(self, hint: Any) -> None:
+        self._adapter: TypeAdapter[Any] = TypeAdapter(hint)
+        self.schema: dict[str, Any] = tidy(self._adapter.json_schema())
+
+    def validate(self, value: Any) -> Any:
+        try:
+            return self._adapter.validate_python(value)
+        except ValidationError as exc:
+            raise ArgumentsMismatch([_problem(error) for error in exc.errors(include_url=False)]) from None
+
+
+def build_value(hint: Any) -> PydanticValue | str:
+    """The type, or why pydantic cannot describe it."""
+    try:
+        return PydanticValue(hint)
+    except (PydanticUserError, TypeError) as exc:
+        return str(exc).split("\n", 1)[0]

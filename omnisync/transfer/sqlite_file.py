@@ -51,6 +51,8 @@ RUN_COLUMNS: dict[str, type] = {
     "partial_response": str,
     "finish_reason": str,
     "usage": str,
+    "model_calls": str,
+    "response_format": str,
     "tool_calls_made": int,
     "pending_calls": str,
     "decisions": str,

@@ -1,0 +1,152 @@
+"""Usage you can add up: every model call kept on its run record with its kind and details, summaries included."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_helpers import make_agent
+from backend_routers import BACKENDS, open_router
+from fake_http import completion, install
+from fake_stream import Streamed, chunk, sse
+from fake_stream import install as install_stream
+from omnisync.router import MemoryRouter
+from omnisync.usage import add_usage, read_usage
+from test_cli import cli, environment
+
+SUMMARY_SYSTEM = "You write the running summary"
+STEP_USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+SUMMARY_USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+
+
+@pytest.fixture(params=BACKENDS)
+def router(request, tmp_path, monkeypatch):
+    yield from open_router(request.param, tmp_path, monkeypatch)
+
+
+def detailed(content, cached=0, reasoning=0, **usage):
+    """A completion whose usage carries the detail objects, as OpenAI sends them."""
+    body = completion(content, **usage)
+    body["usage"]["prompt_tokens_details"] = {"cached_tokens": cached, "audio_tokens": 0}
+    body["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning, "audio_tokens": 0}
+    return body
+
+
+def answers_with_summaries(body):
+    if body["messages"][0]["content"].startswith(SUMMARY_SYSTEM):
+        return completion("they talked", **{k: v for k, v in SUMMARY_USAGE.items() if k != "total_tokens"})
+    return completion("noted", prompt_tokens=10, completion_tokens=2)
+
+
+def summarizing_agent(router=None, value=2):
+    config = {"memory_config": {"mode": "sliding_window", "value": value, "summary": {"enabled": True}}}
+    return make_agent(name="usage", router=router, agent_config=config)
+
+
+def test_each_step_is_kept_with_its_details_and_the_run_adds_them_up(monkeypatch):
+    call = {"id": "c1", "type": "function", "function": {"name": "nothing", "arguments": "{}"}}
+    first = detailed(None, cached=4, reasoning=1, prompt_tokens=20, completion_tokens=5)
+    first["choices"][0]["message"]["tool_calls"] = [call]
+    first["choices"][0]["finish_reason"] = "tool_calls"
+    install(monkeypatch, [first, detailed("done", cached=16, reasoning=3, prompt_tokens=30, completion_tokens=6)])
+    agent = make_agent()
+    result = agent.run("go", session_id="s")
+    record = agent.get_run(result["run_id"])
+    assert [c["kind"] for c in record["model_calls"]] == ["step", "step"]
+    assert record["model_calls"][0] == {
+        "kind": "step",
+        "model": "test-model",
+        "usage": {
+            "prompt_tokens": 20,
+            "completion_tokens": 5,
+            "total_tokens": 25,
+            "prompt_tokens_details": {"cached_tokens": 4, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 1, "audio_tokens": 0},
+        },
+    }
+    assert result["usage"] == record["usage"] == {
+        "prompt_tokens": 50,
+        "completion_tokens": 11,
+        "total_tokens": 61,
+        "prompt_tokens_details": {"cached_tokens": 20, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 4, "audio_tokens": 0},
+    }
+
+
+def test_a_streamed_reply_keeps_the_usage_chunks_details(monkeypatch):
+    usage = {"prompt_tokens": 9, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 8}}
+    body = sse([chunk(role="assistant", content=""), chunk("Hi."), chunk(finish_reason="stop"), chunk(usage=usage, choices=False)])
+    install_stream(monkeypatch, [Streamed(body)])
+    agent = make_agent()
+    with agent.stream("hello", session_id="s") as stream:
+        list(stream)
+    [call] = agent.get_run(stream.result["run_id"])["model_calls"]
+    assert call["usage"] == {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "prompt_tokens_details": {"cached_tokens": 8}}
+
+
+def test_summary_calls_are_counted_on_the_run_that_led_to_them_on_every_backend(monkeypatch, router):
+    http = install(monkeypatch, answers_with_summaries)
+    agent = summarizing_agent(router)
+    run_ids = [agent.run(text, session_id="s")["run_id"] for text in ("one", "two", "three")]
+    total = agent.get_session_usage("s")  # waits for the last fold
+    summary_requests = [b for b in http.sent if b["messages"][0]["content"].startswith(SUMMARY_SYSTEM)]
+    assert len(summary_requests) >= 1
+    kinds = [[c["kind"] for c in agent.get_run(run_id)["model_calls"]] for run_id in run_ids]
+    assert kinds[0] == ["step"]  # the first run fit the window: no fold followed it
+    assert sum(k.count("summary") for k in kinds) == len(summary_requests)
+    assert all(k[0] == "step" and set(k[1:]) <= {"summary"} for k in kinds)
+    assert agent.get_run(run_ids[1])["usage"] == STEP_USAGE  # the budget's count is the run's own calls only
+    summaries = len(summary_requests)
+    assert total == {
+        "usage": {"prompt_tokens": 30 + 7 * summaries, "completion_tokens": 6 + 3 * summaries, "total_tokens": 36 + 10 * summaries},
+        "by_kind": {
+            "step": {"prompt_tokens": 30, "completion_tokens": 6, "total_tokens": 36},
+            "summary": {"prompt_tokens": 7 * summaries, "completion_tokens": 3 * summaries, "total_tokens": 10 * summaries},
+        },
+        "model_calls": {"step": 3, "summary": summaries},
+        "runs": 3,
+    }
+    assert agent.get_session_usage("another")["runs"] == 0
+
+
+def test_a_failed_summary_still_costs_and_is_counted(monkeypatch):
+    def cut_summary(body):
+        if body["messages"][0]["content"].startswith(SUMMARY_SYSTEM):
+            answer = completion("they tal", prompt_tokens=7, completion_tokens=3)
+            answer["choices"][0]["finish_reason"] = "length"
+            return answer
+        return completion("noted", prompt_tokens=10, completion_tokens=2)
+
+    install(monkeypatch, cut_summary)
+    agent = summarizing_agent()
+    for text in ("one", "two"):
+        agent.run(text, session_id="s")
+    total = agent.get_session_usage("s")
+    assert total["model_calls"] == {"step": 2, "summary": 1}
+    assert total["by_kind"]["summary"] == SUMMARY_USAGE
+    assert not any(m["summary"] for m in agent.get_session_history("s", include_inactive=True))  # nothing folded
+
+
+def test_the_runs_command_shows_each_runs_tokens(monkeypatch, tmp_path):
+    install(monkeypatch, answers_with_summaries)
+    url = f"sqlite:///{tmp_path / 'memory.db'}"
+    with MemoryRouter("sql", url=url) as router, summarizing_agent(router) as agent:
+        first = agent.run("one", session_id="s")["run_id"]
+        second = agent.run("two", session_id="s")["run_id"]
+    shown = cli("runs", "--agent", "usage", env=environment(DATABASE_URL=url))
+    assert shown.returncode == 0, shown.stderr
+    header, *rows = shown.stdout.splitlines()
+    assert "TOKENS" in header.split()
+    by_run = {row.split()[0]: row for row in rows}
+    assert "12 (10/2)" in by_run[first] and "summary" not in by_run[first]
+    assert "12 (10/2) +10 summary" in by_run[second]
+
+
+def test_usage_from_a_server_keeps_counts_and_drops_the_rest():
+    raw = {"prompt_tokens": 5, "completion_tokens": None, "total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 2, "note": "x"}, "extra": 1}
+    assert read_usage(raw) == {"prompt_tokens": 5, "total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 2}}
+    assert read_usage(None) == {}
+    assert add_usage({"prompt_tokens": 1, "prompt_tokens_details": {"cached_tokens": 1}}, read_usage(raw)) == {
+        "prompt_tokens": 6,
+        "total_tokens": 5,
+        "prompt_tokens_details": {"cached_tokens": 3},
+    }
