@@ -41,6 +41,20 @@ def redis_url() -> str:
     return url  # type: ignore[return-value]
 
 
+def redis_cluster_url() -> str:
+    url = os.environ.get("REDIS_CLUSTER_URL")
+    if WITHOUT_SERVERS or not url:
+        unreachable("Redis Cluster", "REDIS_CLUSTER_URL is not set")
+    return url  # type: ignore[return-value]
+
+
+def pgbouncer_url() -> str:
+    url = os.environ.get("DATABASE_URL_PGBOUNCER")
+    if WITHOUT_SERVERS or not url:
+        unreachable("PostgreSQL through PgBouncer", "DATABASE_URL_PGBOUNCER is not set")
+    return url  # type: ignore[return-value]
+
+
 def mongodb_uri() -> str:
     url = os.environ.get("MONGODB_URI")
     if WITHOUT_SERVERS or not url:
@@ -51,19 +65,15 @@ def mongodb_uri() -> str:
 def forget_agent(kind: str, url: str, agent: str) -> None:
     """Remove everything a test wrote under ``agent`` on a shared server (sessions, messages, runs)."""
     if kind == "redis":
-        import redis
+        from omnisync.stores.redis_store import RedisStore
 
-        from omnisync.stores.redis_store import _token
-
-        client = redis.Redis.from_url(url)
-        try:
-            stem = f"omnisync:a:{_token(agent)}:"
-            keys = list(client.scan_iter(match=stem + "*", count=1000))
-            if keys:
-                client.delete(*keys)
-            client.srem("omnisync:agents", _token(agent))
-        finally:
-            client.close()
+        with RedisStore.from_url(url, prefix="omnisync") as store:
+            stem = store._agent_stem(agent)  # on a cluster, "omnisync:{a:A}"; sessions are "omnisync:{a:A:s:S}"
+            patterns = [f"{stem}:*"] + ([f"{stem[:-1]}:s:*"] if store.cluster else [])
+            for pattern in patterns:
+                for key in list(store.client.scan_iter(match=pattern, count=1000)):
+                    store.client.delete(key)  # one at a time: on a cluster they lie in many slots
+            store.client.srem(store._agents_key, agent.encode("utf-8").hex())
     elif kind == "sql" and not url.startswith("sqlite"):
         import sqlalchemy as sa
 

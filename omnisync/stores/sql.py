@@ -39,6 +39,7 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
         "Install it with: pip install 'omnisync[postgres]'"
     ) from _missing
 
+from . import postgres_pooling
 from . import sql_schema as schema
 from .sqlite_hot_path import SQLiteHotPath
 
@@ -375,14 +376,18 @@ def create_engine(url: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, ti
         if in_memory:
             options["poolclass"] = StaticPool
         return sa.create_engine(parsed, **options)
-    connect_args = _postgres_waits(connect_timeout, timeout) if parsed.get_backend_name() == "postgresql" else {}
+    postgres = parsed.get_backend_name() == "postgresql"
+    connect_args = {**_postgres_waits(connect_timeout, timeout), **postgres_pooling.connect_args(parsed)} if postgres else {}
     try:
-        return sa.create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+        engine = sa.create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
     except ImportError as exc:
         raise MissingDependencyError(
             f"The database driver for {parsed.drivername!r} is not installed ({exc}). "
             "For PostgreSQL install it with: pip install 'omnisync[postgres]'"
         ) from exc
+    if postgres:
+        postgres_pooling.connect_without_options_if_refused(engine)
+    return engine
 
 
 def _postgres_driver() -> str:
