@@ -1,4 +1,7 @@
+import contextlib
 import functools
+import logging
+import multiprocessing
 import uuid
 
 import pytest
@@ -6,20 +9,54 @@ import sqlalchemy as sa
 
 from omnisync.errors import StoreError
 from omnisync.stores.sql import SQLStore
-from backends import postgres_url, unreachable
+from backends import pgbouncer_url, postgres_url, unreachable
 from store_contract import AGENT, SharedStoreContract, user
 
 pytestmark = pytest.mark.backend("postgres")
 
 
-@pytest.fixture
-def pg_url():
-    url = postgres_url()
+POOLED_DATABASE = "omnisync_test_pooled"
+"""Through PgBouncer the contract runs in a database of its own: its fixture empties the tables
+before each test, which must not reach the direct run's tables when both run at once."""
+
+
+def _reachable(name: str, url: str) -> str:
     try:
         SQLStore(url).close()
     except StoreError as exc:
-        unreachable("PostgreSQL", str(exc).splitlines()[0])
+        unreachable(name, str(exc).splitlines()[0])
     return url
+
+
+@contextlib.contextmanager
+def _autocommit(url: str):
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def _database(url: str, name: str) -> str:
+    """``url`` on database ``name``, created if missing (the pooler passes any name through)."""
+    with _autocommit(url) as conn:
+        if conn.execute(sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).scalar() is None:
+            try:
+                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+            except sa.exc.ProgrammingError as exc:  # another test worker made it first
+                if "already exists" not in str(exc):
+                    raise
+    return sa.engine.make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+@pytest.fixture(params=["direct", pytest.param("pgbouncer", marks=pytest.mark.backend("pgbouncer"))])
+def pg_url(request):
+    """PostgreSQL itself, then through PgBouncer in transaction pooling mode."""
+    if request.param == "direct":
+        return _reachable("PostgreSQL", postgres_url())
+    url = _reachable("PostgreSQL through PgBouncer", pgbouncer_url())
+    return _database(url, POOLED_DATABASE)
 
 
 @pytest.fixture
@@ -57,3 +94,55 @@ class TestPostgresStore(SharedStoreContract):
         bad = pg_url.replace("omnisync:omnisync@", f"omnisync:wrong-{uuid.uuid4().hex[:4]}@")
         with pytest.raises(StoreError, match="password authentication failed|authentication"):
             SQLStore(bad)
+
+    def test_no_statement_is_prepared_on_the_server(self, store):
+        """Behind a transaction pooler the next transaction may run where nothing was prepared."""
+        with store.engine.connect() as conn:
+            assert conn.connection.driver_connection.prepare_threshold is None
+        for i in range(20):  # past psycopg's default of preparing on the fifth use
+            store.append(AGENT, "s", [user(str(i))])
+            store.window(AGENT, "s", max_messages=5)
+        with store.engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM pg_prepared_statements")).scalar() == 0
+
+
+def test_through_pgbouncer_the_statement_timeout_is_left_to_the_server_with_a_warning(caplog):
+    url = _reachable("PostgreSQL through PgBouncer", pgbouncer_url())
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="omnisync"):
+        with SQLStore(url) as store:
+            store.sessions(AGENT)
+            store.engine.dispose()  # a second connection: the pooler is not asked twice
+            store.sessions(AGENT)
+    refusals = [r for r in caplog.records if "refused the options startup parameter" in r.getMessage()]
+    assert len(refusals) == 1 and "ALTER ROLE" in refusals[0].getMessage()
+    assert "omnisync:***@" in refusals[0].getMessage()
+
+
+@pytest.mark.parametrize("find_url", [postgres_url, pgbouncer_url], ids=["direct", "pgbouncer"])
+def test_several_processes_creating_the_schema_at_once_all_succeed(find_url):
+    base = _reachable("PostgreSQL", find_url())
+    name = f"omnisync_schema_race_{uuid.uuid4().hex[:8]}"
+    url = _database(base, name)
+    try:
+        context = multiprocessing.get_context("spawn")
+        go = context.Event()
+        racers = [context.Process(target=_open_store_at, args=(url, go)) for _ in range(4)]
+        for racer in racers:
+            racer.start()
+        go.set()
+        for racer in racers:
+            racer.join(timeout=120)
+        assert [racer.exitcode for racer in racers] == [0, 0, 0, 0]
+        with SQLStore(url) as store, store.engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM omnisync_schema")).scalar() == 1
+            store.append(AGENT, "s", [user("after the race")])
+            assert [m.content for m in store.history(AGENT, "s")] == ["after the race"]
+    finally:
+        with _autocommit(base) as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def _open_store_at(url: str, go) -> None:
+    go.wait(60)
+    SQLStore(url).close()
