@@ -6,6 +6,7 @@ own on the shared servers, and what it wrote is removed afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -46,19 +47,17 @@ def open_router(kind: str, tmp_path, monkeypatch) -> Iterator[MemoryRouter]:
 
 
 def _postgres(name: str, find_url: Callable[[], str]) -> Iterator[MemoryRouter]:
+    """A router on a database of its own, so no other test's clean-up reaches what it wrote."""
     pytest.importorskip("sqlalchemy")
     url = find_url()
-    try:
-        router = MemoryRouter("sql", url=url)
-    except Exception as exc:  # noqa: BLE001 - any failure to reach it is a reason to skip (or fail in CI)
-        backends.unreachable(name, f"{exc.__class__.__name__}: {exc}")
-    with router:
+    with contextlib.ExitStack() as stack:
+        try:
+            own = stack.enter_context(backends.fresh_database(url))
+            router = stack.enter_context(MemoryRouter("sql", url=own))
+            router.store  # noqa: B018 - opened now, so a server that cannot be reached is found here
+        except Exception as exc:  # noqa: BLE001 - any failure to reach it is a reason to skip (or fail in CI)
+            backends.unreachable(name, f"{exc.__class__.__name__}: {exc}")
         yield router
-        from omnisync.stores import sql_schema
-
-        with router.store.engine.begin() as conn:  # every agent of these tests is named failures-...
-            for table in (sql_schema.messages, sql_schema.sessions, sql_schema.runs):
-                conn.execute(table.delete().where(table.c.agent.like("failures-%")))
 
 
 def _redis(name: str, find_url: Callable[[], str]) -> Iterator[MemoryRouter]:

@@ -6,7 +6,11 @@ with the reason, so a laptop without the servers still runs everything else.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -60,6 +64,48 @@ def mongodb_uri() -> str:
     if WITHOUT_SERVERS or not url:
         unreachable("MongoDB (FerretDB)", "MONGODB_URI is not set")
     return url  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def autocommit(url: str) -> Iterator[Any]:
+    """A connection to PostgreSQL outside any transaction (CREATE and DROP DATABASE need that)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def database(url: str, name: str) -> str:
+    """``url`` on database ``name`` of the same server, created if missing (PgBouncer passes any name through)."""
+    import sqlalchemy as sa
+
+    with autocommit(url) as conn:
+        if conn.execute(sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).scalar() is None:
+            try:
+                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+            except sa.exc.ProgrammingError as exc:  # another test worker made it first
+                if "already exists" not in str(exc):
+                    raise
+    return sa.engine.make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+@contextlib.contextmanager
+def fresh_database(url: str) -> Iterator[str]:
+    """A database of this test's own on ``url``'s server, dropped afterwards: nothing another
+    test (or another session's test run) deletes can reach it."""
+    import sqlalchemy as sa
+
+    name = f"omnisync_t_{uuid.uuid4().hex[:12]}"
+    own = database(url, name)
+    try:
+        yield own
+    finally:
+        with autocommit(url) as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def forget_agent(kind: str, url: str, agent: str) -> None:

@@ -9,15 +9,11 @@ import sqlalchemy as sa
 
 from omnisync.errors import StoreError
 from omnisync.stores.sql import SQLStore
+import backends
 from backends import pgbouncer_url, postgres_url, unreachable
 from store_contract import AGENT, SharedStoreContract, user
 
 pytestmark = pytest.mark.backend("postgres")
-
-
-POOLED_DATABASE = "omnisync_test_pooled"
-"""Through PgBouncer the contract runs in a database of its own: its fixture empties the tables
-before each test, which must not reach the direct run's tables when both run at once."""
 
 
 def _reachable(name: str, url: str) -> str:
@@ -28,40 +24,33 @@ def _reachable(name: str, url: str) -> str:
     return url
 
 
-@contextlib.contextmanager
-def _autocommit(url: str):
-    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            yield conn
-    finally:
-        engine.dispose()
+@pytest.fixture(scope="module")
+def own_database():
+    """A database of this test process's own, made on first use and dropped at the end: the
+    store fixture empties its tables before each test, which must reach no other test's
+    tables (another xdist worker's, or another test run's on the same server)."""
+    with contextlib.ExitStack() as stack:
+        made: dict[str, str] = {}
 
+        def on(url: str) -> str:
+            if url not in made:
+                made[url] = stack.enter_context(backends.fresh_database(url))
+            return made[url]
 
-def _database(url: str, name: str) -> str:
-    """``url`` on database ``name``, created if missing (the pooler passes any name through)."""
-    with _autocommit(url) as conn:
-        if conn.execute(sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).scalar() is None:
-            try:
-                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-            except sa.exc.ProgrammingError as exc:  # another test worker made it first
-                if "already exists" not in str(exc):
-                    raise
-    return sa.engine.make_url(url).set(database=name).render_as_string(hide_password=False)
+        yield on
 
 
 @pytest.fixture(params=["direct", pytest.param("pgbouncer", marks=pytest.mark.backend("pgbouncer"))])
-def pg_url(request):
+def pg_url(request, own_database):
     """PostgreSQL itself, then through PgBouncer in transaction pooling mode."""
     if request.param == "direct":
-        return _reachable("PostgreSQL", postgres_url())
-    url = _reachable("PostgreSQL through PgBouncer", pgbouncer_url())
-    return _database(url, POOLED_DATABASE)
+        return own_database(_reachable("PostgreSQL", postgres_url()))
+    return own_database(_reachable("PostgreSQL through PgBouncer", pgbouncer_url()))
 
 
 @pytest.fixture
 def store(pg_url):
-    """A fresh store: the shared tables, emptied before each test."""
+    """A fresh store: the tables of this process's database, emptied before each test."""
     with SQLStore(pg_url) as store:
         with store.engine.begin() as conn:
             conn.execute(sa.text("TRUNCATE omnisync_messages, omnisync_sessions, omnisync_runs"))
@@ -122,9 +111,7 @@ def test_through_pgbouncer_the_statement_timeout_is_left_to_the_server_with_a_wa
 @pytest.mark.parametrize("find_url", [postgres_url, pgbouncer_url], ids=["direct", "pgbouncer"])
 def test_several_processes_creating_the_schema_at_once_all_succeed(find_url):
     base = _reachable("PostgreSQL", find_url())
-    name = f"omnisync_schema_race_{uuid.uuid4().hex[:8]}"
-    url = _database(base, name)
-    try:
+    with backends.fresh_database(base) as url:
         context = multiprocessing.get_context("spawn")
         go = context.Event()
         racers = [context.Process(target=_open_store_at, args=(url, go)) for _ in range(4)]
@@ -138,9 +125,6 @@ def test_several_processes_creating_the_schema_at_once_all_succeed(find_url):
             assert conn.execute(sa.text("SELECT count(*) FROM omnisync_schema")).scalar() == 1
             store.append(AGENT, "s", [user("after the race")])
             assert [m.content for m in store.history(AGENT, "s")] == ["after the race"]
-    finally:
-        with _autocommit(base) as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def _open_store_at(url: str, go) -> None:
