@@ -301,7 +301,7 @@ class RedisStore(MemoryStore):
 
     def _describe(self) -> str:
         if isinstance(self.client, RedisCluster):
-            node = self.client.get_default_node()
+            node = cast(Any, self.client).get_default_node()
             where = f"{node.host}:{node.port}" if node is not None else "?"
             return f"Redis Cluster store redis+cluster://{where}/"
         kwargs = getattr(getattr(self.client, "connection_pool", None), "connection_kwargs", {})
@@ -366,7 +366,7 @@ class RedisStore(MemoryStore):
     def clear(self, agent: str, session_id: str | None = None) -> int:
         with self._errors():
             if session_id is not None:
-                return int(self.client.execute_command("EVAL", _CLEAR_SESSION, 3, *self._session_keys(agent, session_id)))
+                return int(cast(Any, self.client).execute_command("EVAL", _CLEAR_SESSION, 3, *self._session_keys(agent, session_id)))
             listed = self.client.smembers(f"{self._agent_stem(agent)}:sessions")
             counts = self._per_session(_CLEAR_SESSION, [(agent, _untoken(token)) for token in listed])
         return sum(int(count) for count in counts)
