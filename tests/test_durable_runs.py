@@ -103,7 +103,7 @@ def test_two_processes_resuming_one_run_one_proceeds(store, agent_name, tmp_path
     outcomes = [finish(process) for process in racers]
     winners = [o for o in outcomes if "result" in o]
     losers = [o for o in outcomes if "error" in o]
-    assert len(winners) == 1 and winners[0]["result"]["status"] == "completed"
+    assert len(winners) == 1 and winners[0]["result"]["status"] == "completed", outcomes
     assert len(losers) == 1 and losers[0]["error"] in ("RunConflictError", "RunStateError"), losers
     assert lines(ledger) == ["delete_file /tmp/old.log"]
 
