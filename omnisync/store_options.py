@@ -42,9 +42,12 @@ def _client_accepts(kind: str, name: str, value: Any) -> bool:
     if kind == "redis":
         try:
             import redis
+            from redis.cluster import RedisCluster
         except ImportError:
             return True  # building the store names the missing extra
-        return name in inspect.signature(redis.Redis.__init__).parameters and name != "self"
+        # A cluster client passes what it does not take itself on to each node's connection.
+        accepted = {*inspect.signature(redis.Redis.__init__).parameters, *inspect.signature(RedisCluster.__init__).parameters}
+        return name in accepted and name not in ("self", "kwargs")
     if kind == "mongodb":
         try:
             from pymongo.common import validate

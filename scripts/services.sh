@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
-# Local test servers for omnisync: Redis, PostgreSQL and FerretDB (MongoDB
-# wire protocol), all bound to 127.0.0.1, none run through systemd.
+# Local test servers for omnisync: Redis, a Redis Cluster (three masters with a
+# replica each), PostgreSQL, PgBouncer in front of it (transaction pooling) and
+# FerretDB (MongoDB wire protocol), all bound to 127.0.0.1, none run through systemd.
 #
 #   scripts/services.sh start    install what is missing, start, wait, print exports
-#   scripts/services.sh stop     stop all three
+#   scripts/services.sh stop     stop them all
 #   scripts/services.sh status   one line per server; non-zero if any is down
 #   scripts/services.sh env      print the export lines only
 #
 #   eval "$(scripts/services.sh start)"   # only the export lines go to stdout
 #
-# Environment: OMNISYNC_SERVICES_DIR (state dir), REDIS_PORT, PG_PORT,
-# MONGO_PORT, FERRETDB_VERSION, SERVICES_WAIT_SECS.
+# Environment: OMNISYNC_SERVICES_DIR (state dir), REDIS_PORT, REDIS_CLUSTER_PORT
+# (the first of six), PG_PORT, PGBOUNCER_PORT, MONGO_PORT, FERRETDB_VERSION,
+# SERVICES_WAIT_SECS.
 set -euo pipefail
 
 STATE_DIR="${OMNISYNC_SERVICES_DIR:-$HOME/.cache/omnisync-services}"
 REDIS_PORT="${REDIS_PORT:-6379}"
+REDIS_CLUSTER_PORT="${REDIS_CLUSTER_PORT:-7000}"
 PG_PORT="${PG_PORT:-5432}"
+PGBOUNCER_PORT="${PGBOUNCER_PORT:-6432}"
 MONGO_PORT="${MONGO_PORT:-27017}"
 FERRETDB_VERSION="${FERRETDB_VERSION:-v1.24.2}"
 WAIT_SECS="${SERVICES_WAIT_SECS:-60}"
@@ -27,6 +31,8 @@ PG_PASSWORD=omnisync
 PG_DB=omnisync_test
 
 REDIS_DIR="$STATE_DIR/redis"
+CLUSTER_DIR="$STATE_DIR/redis-cluster"
+CLUSTER_PORTS=$(seq "$REDIS_CLUSTER_PORT" $((REDIS_CLUSTER_PORT + 5)))
 FERRET_DIR="$STATE_DIR/ferretdb"
 FERRET_BIN="$STATE_DIR/bin/ferretdb"
 FERRET_PID="$FERRET_DIR/ferretdb.pid"
@@ -106,6 +112,61 @@ stop_redis() {
     else
         log "redis not running"
     fi
+}
+
+# --- Redis Cluster --------------------------------------------------------------
+# Six redis-server processes on REDIS_CLUSTER_PORT..+5: three masters with a
+# replica each. Test data only: no persistence, and a cluster that is not
+# healthy at start is wiped and created anew.
+
+cluster_cli() { redis-cli -h "$HOST" -p "$1" "${@:2}"; }
+cluster_node_up() { cluster_cli "$1" ping 2>/dev/null | grep -q PONG; }
+
+cluster_ok() {
+    local port
+    for port in $CLUSTER_PORTS; do
+        cluster_cli "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+        [ "$(cluster_cli "$port" cluster info 2>/dev/null | sed -n 's/^cluster_known_nodes:\([0-9]*\).*/\1/p')" = 6 ] || return 1
+    done
+}
+
+start_cluster_node() {
+    local port=$1 dir="$CLUSTER_DIR/$1"
+    mkdir -p "$dir"
+    redis-server --daemonize yes --bind "$HOST" --port "$port" \
+        --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 5000 \
+        --save '' --appendonly no --dir "$dir" \
+        --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >&2 9>&- ||
+        { tail -n 30 "$dir/redis.log" >&2 2>/dev/null; die "redis cluster node $port failed to start"; }
+    wait_until "redis cluster node $port" "$dir/redis.log" cluster_node_up "$port" ||
+        die "redis cluster node $port failed to start"
+}
+
+stop_redis_cluster() {
+    local port stopped=
+    for port in $CLUSTER_PORTS; do
+        if cluster_node_up "$port"; then
+            cluster_cli "$port" shutdown nosave >&2 || true
+            stopped=1
+        fi
+    done
+    [ -n "$stopped" ] && log "redis cluster stopped" || log "redis cluster not running"
+}
+
+start_redis_cluster() {
+    { command -v redis-server >/dev/null && command -v redis-cli >/dev/null; } ||
+        apt_install redis-server redis-tools
+    if cluster_ok; then log "redis cluster already up on ports $REDIS_CLUSTER_PORT-$((REDIS_CLUSTER_PORT + 5))"; return; fi
+    stop_redis_cluster
+    rm -rf "$CLUSTER_DIR"
+    local port nodes=()
+    for port in $CLUSTER_PORTS; do
+        start_cluster_node "$port"
+        nodes+=("$HOST:$port")
+    done
+    redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$CLUSTER_DIR/create.log" 2>&1 ||
+        { tail -n 30 "$CLUSTER_DIR/create.log" >&2; die "redis-cli --cluster create failed"; }
+    wait_until "redis cluster" "$CLUSTER_DIR/create.log" cluster_ok || die "redis cluster did not reach cluster_state:ok"
 }
 
 # --- PostgreSQL -----------------------------------------------------------------
@@ -222,6 +283,76 @@ stop_postgres() {
     fi
 }
 
+# --- PgBouncer ------------------------------------------------------------------
+# In front of the PostgreSQL above, in transaction pooling mode: each transaction
+# may run on a different server connection, so nothing that lives in a server
+# session (prepared statements, SET, advisory session locks) carries over. Any
+# database name is passed through to the server's database of that name.
+
+PGB_DIR= PGB_INI= PGB_PID= PGB_LOG=
+resolve_pgb_dir() {
+    resolve_pg_dir
+    PGB_DIR="$PG_DIR/pgbouncer"  # under PG_DIR: pgbouncer runs as postgres, which must reach it
+    PGB_INI="$PGB_DIR/pgbouncer.ini"
+    PGB_PID="$PGB_DIR/pgbouncer.pid"
+    PGB_LOG="$PGB_DIR/pgbouncer.log"
+}
+
+pgbouncer_app_ok() {
+    PGPASSWORD="$PG_PASSWORD" psql -X -q -h "$HOST" -p "$PGBOUNCER_PORT" -U "$PG_ROLE" -d "$PG_DB" \
+        -tAc 'select 1' 2>/dev/null | grep -q 1
+}
+
+start_pgbouncer() {
+    command -v pgbouncer >/dev/null || apt_install pgbouncer
+    resolve_pgb_dir
+    if tcp_open "$PGBOUNCER_PORT"; then
+        log "pgbouncer already up on port $PGBOUNCER_PORT"
+    else
+        mkdir -p "$PGB_DIR"
+        cat >"$PGB_DIR/userlist.txt" <<EOF2
+"$PG_ROLE" "$PG_PASSWORD"
+EOF2
+        cat >"$PGB_INI" <<EOF2
+[databases]
+* = host=$HOST port=$PG_PORT
+
+[pgbouncer]
+listen_addr = $HOST
+listen_port = $PGBOUNCER_PORT
+unix_socket_dir =
+auth_type = scram-sha-256
+auth_file = $PGB_DIR/userlist.txt
+pool_mode = transaction
+max_client_conn = 400
+default_pool_size = 20
+logfile = $PGB_LOG
+pidfile = $PGB_PID
+EOF2
+        chown -R postgres:postgres "$PGB_DIR"
+        chmod 600 "$PGB_DIR/userlist.txt"
+        rm -f "$PGB_PID"
+        runuser -u postgres -- pgbouncer -d "$PGB_INI" >&2 </dev/null 9>&- ||
+            { tail -n 30 "$PGB_LOG" >&2 2>/dev/null; die "pgbouncer failed to start"; }
+    fi
+    wait_until pgbouncer "$PGB_LOG" pgbouncer_app_ok ||
+        die "cannot reach $PG_DB through pgbouncer on port $PGBOUNCER_PORT as $PG_ROLE"
+}
+
+stop_pgbouncer() {
+    command -v pgbouncer >/dev/null || { log "pgbouncer not installed"; return 0; }
+    resolve_pgb_dir
+    local pid
+    pid=$(cat "$PGB_PID" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill -INT "$pid"  # SIGINT: shut down at once, closing client and server connections
+        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        log "pgbouncer stopped"
+    else
+        log "pgbouncer not running"
+    fi
+}
+
 # --- FerretDB -------------------------------------------------------------------
 
 ferret_up() {
@@ -322,7 +453,9 @@ stop_ferretdb() {
 
 print_env() {
     echo "export REDIS_URL=redis://$HOST:$REDIS_PORT/0"
+    echo "export REDIS_CLUSTER_URL=redis+cluster://$HOST:$REDIS_CLUSTER_PORT/"
     echo "export DATABASE_URL_POSTGRES=postgresql+psycopg://$PG_ROLE:$PG_PASSWORD@$HOST:$PG_PORT/$PG_DB"
+    echo "export DATABASE_URL_PGBOUNCER=postgresql+psycopg://$PG_ROLE:$PG_PASSWORD@$HOST:$PGBOUNCER_PORT/$PG_DB"
     echo "export MONGODB_URI=mongodb://$HOST:$MONGO_PORT/"
 }
 
@@ -330,8 +463,12 @@ status() {
     local rc=0
     if command -v redis-cli >/dev/null && redis_up; then s=up; else s=down; rc=1; fi
     echo "redis     $s  $HOST:$REDIS_PORT"
+    if command -v redis-cli >/dev/null && cluster_ok; then s=up; else s=down; rc=1; fi
+    echo "cluster   $s  $HOST:$REDIS_CLUSTER_PORT-$((REDIS_CLUSTER_PORT + 5))"
     if command -v pg_isready >/dev/null && pg_up; then s=up; else s=down; rc=1; fi
     echo "postgres  $s  $HOST:$PG_PORT"
+    if command -v psql >/dev/null && pgbouncer_app_ok; then s=up; else s=down; rc=1; fi
+    echo "pgbouncer $s  $HOST:$PGBOUNCER_PORT"
     if tcp_open "$MONGO_PORT"; then s=up; else s=down; rc=1; fi
     echo "ferretdb  $s  $HOST:$MONGO_PORT"
     return $rc
@@ -341,7 +478,9 @@ case "${1:-}" in
     start)
         lock_state_dir
         start_redis
+        start_redis_cluster
         start_postgres
+        start_pgbouncer
         start_ferretdb
         log "all services up (state in $STATE_DIR)"
         print_env
@@ -349,7 +488,9 @@ case "${1:-}" in
     stop)
         lock_state_dir
         stop_ferretdb
+        stop_pgbouncer
         stop_postgres
+        stop_redis_cluster
         stop_redis
         ;;
     status) status ;;

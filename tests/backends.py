@@ -6,7 +6,11 @@ with the reason, so a laptop without the servers still runs everything else.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -41,6 +45,20 @@ def redis_url() -> str:
     return url  # type: ignore[return-value]
 
 
+def redis_cluster_url() -> str:
+    url = os.environ.get("REDIS_CLUSTER_URL")
+    if WITHOUT_SERVERS or not url:
+        unreachable("Redis Cluster", "REDIS_CLUSTER_URL is not set")
+    return url  # type: ignore[return-value]
+
+
+def pgbouncer_url() -> str:
+    url = os.environ.get("DATABASE_URL_PGBOUNCER")
+    if WITHOUT_SERVERS or not url:
+        unreachable("PostgreSQL through PgBouncer", "DATABASE_URL_PGBOUNCER is not set")
+    return url  # type: ignore[return-value]
+
+
 def mongodb_uri() -> str:
     url = os.environ.get("MONGODB_URI")
     if WITHOUT_SERVERS or not url:
@@ -48,22 +66,60 @@ def mongodb_uri() -> str:
     return url  # type: ignore[return-value]
 
 
+@contextlib.contextmanager
+def autocommit(url: str) -> Iterator[Any]:
+    """A connection to PostgreSQL outside any transaction (CREATE and DROP DATABASE need that)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def database(url: str, name: str) -> str:
+    """``url`` on database ``name`` of the same server, created if missing (PgBouncer passes any name through)."""
+    import sqlalchemy as sa
+
+    with autocommit(url) as conn:
+        if conn.execute(sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).scalar() is None:
+            try:
+                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+            except sa.exc.ProgrammingError as exc:  # another test worker made it first
+                if "already exists" not in str(exc):
+                    raise
+    return sa.engine.make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+@contextlib.contextmanager
+def fresh_database(url: str) -> Iterator[str]:
+    """A database of this test's own on ``url``'s server, dropped afterwards: nothing another
+    test (or another session's test run) deletes can reach it."""
+    import sqlalchemy as sa
+
+    name = f"omnisync_t_{uuid.uuid4().hex[:12]}"
+    own = database(url, name)
+    try:
+        yield own
+    finally:
+        with autocommit(url) as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
 def forget_agent(kind: str, url: str, agent: str) -> None:
     """Remove everything a test wrote under ``agent`` on a shared server (sessions, messages, runs)."""
     if kind == "redis":
-        import redis
+        from omnisync.stores.redis_store import RedisStore
 
-        from omnisync.stores.redis_store import _token
-
-        client = redis.Redis.from_url(url)
-        try:
-            stem = f"omnisync:a:{_token(agent)}:"
-            keys = list(client.scan_iter(match=stem + "*", count=1000))
-            if keys:
-                client.delete(*keys)
-            client.srem("omnisync:agents", _token(agent))
-        finally:
-            client.close()
+        with RedisStore.from_url(url, prefix="omnisync") as store:
+            stem = store._agent_stem(agent)  # on a cluster, "omnisync:{a:A}"; sessions are "omnisync:{a:A:s:S}"
+            patterns = [f"{stem}:*"] + ([f"{stem[:-1]}:s:*"] if store.cluster else [])
+            for pattern in patterns:
+                for key in list(store.client.scan_iter(match=pattern, count=1000)):
+                    store.client.delete(key)  # one at a time: on a cluster they lie in many slots
+            store.client.srem(store._agents_key, agent.encode("utf-8").hex())
     elif kind == "sql" and not url.startswith("sqlite"):
         import sqlalchemy as sa
 

@@ -1,6 +1,6 @@
 """One of two processes folding the same session at once.
 
-    python -m omnisync.testing --cassette C tests/fold_worker.py URL AGENT BARRIER_FILE
+    python -m omnisync.testing --cassette C tests/fold_worker.py KIND URL AGENT BARRIER_FILE
 Prints {"folded": bool, "called_model": bool}.
 """
 
@@ -15,8 +15,8 @@ from omnisync import MemoryRouter, OmniCoreAgent  # noqa: E402
 from tool_agents import SCRIPTED_MODEL  # noqa: E402
 
 
-def main(url, agent_name, barrier):
-    with MemoryRouter("sql", url=url) as router:
+def main(kind, url, agent_name, barrier):
+    with MemoryRouter(kind, url=url) as router:
         agent = OmniCoreAgent(
             name=agent_name,
             system_instruction="You are a test.",

@@ -13,7 +13,7 @@ import pytest
 
 from omnisync import MemoryRouter
 from omnisync.run_record import RunRecord
-from backends import forget_agent, mongodb_uri, postgres_url, redis_url
+from backends import forget_agent, mongodb_uri, pgbouncer_url, postgres_url, redis_cluster_url, redis_url
 from tool_agents import tool_agent
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,12 +21,23 @@ APPROVAL = 'Clean up: use delete_file({"path": "/tmp/old.log"})'
 CRASH = 'Weather, then wait: use lookup({"city": "Paris"}) use hang({"seconds": 1})'
 
 
-@pytest.fixture(params=["sqlite", "postgres", "redis", "mongodb"])
+NETWORKED = {
+    "postgres": ("sql", postgres_url),
+    "pgbouncer": ("sql", pgbouncer_url),
+    "redis": ("redis", redis_url),
+    "redis_cluster": ("redis", redis_cluster_url),
+}
+
+
+@pytest.fixture(params=["sqlite", "postgres", "pgbouncer", "redis", "redis_cluster", "mongodb"])
 def store(request, tmp_path, monkeypatch):
     """(kind, url) of a store several processes reach."""
-    if request.param != "mongodb":
-        url = {"sqlite": lambda: f"sqlite:///{tmp_path / 'memory.db'}", "postgres": postgres_url, "redis": redis_url}[request.param]()
-        yield ("redis" if request.param == "redis" else "sql"), url
+    if request.param == "sqlite":
+        yield "sql", f"sqlite:///{tmp_path / 'memory.db'}"
+        return
+    if request.param in NETWORKED:
+        kind, find_url = NETWORKED[request.param]
+        yield kind, find_url()
         return
     uri = mongodb_uri()
     database = f"omnisync_durable_{uuid.uuid4().hex[:8]}"
@@ -92,7 +103,7 @@ def test_two_processes_resuming_one_run_one_proceeds(store, agent_name, tmp_path
     outcomes = [finish(process) for process in racers]
     winners = [o for o in outcomes if "result" in o]
     losers = [o for o in outcomes if "error" in o]
-    assert len(winners) == 1 and winners[0]["result"]["status"] == "completed"
+    assert len(winners) == 1 and winners[0]["result"]["status"] == "completed", outcomes
     assert len(losers) == 1 and losers[0]["error"] in ("RunConflictError", "RunStateError"), losers
     assert lines(ledger) == ["delete_file /tmp/old.log"]
 
@@ -103,11 +114,13 @@ def test_a_killed_run_is_resumed_after_its_lease_without_repeating_a_call(backen
     _crash_and_resume(store, agent_name, tmp_path)
 
 
-def test_a_killed_run_is_resumed_on_postgres(agent_name, tmp_path):
+@pytest.mark.parametrize("backend", ["postgres", "pgbouncer", "redis_cluster"])
+def test_a_killed_run_is_resumed_on_a_shared_server(backend, agent_name, tmp_path):
+    kind, find_url = NETWORKED[backend]
     try:
-        _crash_and_resume(("sql", postgres_url()), agent_name, tmp_path)
+        _crash_and_resume((kind, find_url()), agent_name, tmp_path)
     finally:
-        forget_agent("sql", postgres_url(), agent_name)
+        forget_agent(kind, find_url(), agent_name)
 
 
 def _crash_and_resume(store, agent_name, tmp_path):

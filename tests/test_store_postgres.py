@@ -1,4 +1,7 @@
+import contextlib
 import functools
+import logging
+import multiprocessing
 import uuid
 
 import pytest
@@ -6,37 +9,48 @@ import sqlalchemy as sa
 
 from omnisync.errors import StoreError
 from omnisync.stores.sql import SQLStore
-from backends import postgres_url, unreachable
+import backends
+from backends import pgbouncer_url, postgres_url, unreachable
 from store_contract import AGENT, SharedStoreContract, user
 
 pytestmark = pytest.mark.backend("postgres")
 
 
-@pytest.fixture(scope="module")
-def pg_url():
-    """A database of this test process's own: the contract empties its tables before each
-    test, which must not touch what another process's tests (or another suite) are writing."""
-    url = postgres_url()
+def _reachable(name: str, url: str) -> str:
     try:
         SQLStore(url).close()
     except StoreError as exc:
-        unreachable("PostgreSQL", str(exc).splitlines()[0])
-    given = sa.engine.make_url(url)
-    name = f"omnisync_contract_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(given, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        yield given.set(database=name).render_as_string(hide_password=False)
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
+        unreachable(name, str(exc).splitlines()[0])
+    return url
+
+
+@pytest.fixture(scope="module")
+def own_database():
+    """A database of this test process's own, made on first use and dropped at the end: the
+    store fixture empties its tables before each test, which must reach no other test's
+    tables (another xdist worker's, or another test run's on the same server)."""
+    with contextlib.ExitStack() as stack:
+        made: dict[str, str] = {}
+
+        def on(url: str) -> str:
+            if url not in made:
+                made[url] = stack.enter_context(backends.fresh_database(url))
+            return made[url]
+
+        yield on
+
+
+@pytest.fixture(params=["direct", pytest.param("pgbouncer", marks=pytest.mark.backend("pgbouncer"))])
+def pg_url(request, own_database):
+    """PostgreSQL itself, then through PgBouncer in transaction pooling mode."""
+    if request.param == "direct":
+        return own_database(_reachable("PostgreSQL", postgres_url()))
+    return own_database(_reachable("PostgreSQL through PgBouncer", pgbouncer_url()))
 
 
 @pytest.fixture
 def store(pg_url):
-    """A fresh store: this process's tables, emptied before each test."""
+    """A fresh store: the tables of this process's database, emptied before each test."""
     with SQLStore(pg_url) as store:
         with store.engine.begin() as conn:
             conn.execute(sa.text("TRUNCATE omnisync_messages, omnisync_sessions, omnisync_runs"))
@@ -69,3 +83,50 @@ class TestPostgresStore(SharedStoreContract):
         bad = pg_url.replace("omnisync:omnisync@", f"omnisync:wrong-{uuid.uuid4().hex[:4]}@")
         with pytest.raises(StoreError, match="password authentication failed|authentication"):
             SQLStore(bad)
+
+    def test_no_statement_is_prepared_on_the_server(self, store):
+        """Behind a transaction pooler the next transaction may run where nothing was prepared."""
+        with store.engine.connect() as conn:
+            assert conn.connection.driver_connection.prepare_threshold is None
+        for i in range(20):  # past psycopg's default of preparing on the fifth use
+            store.append(AGENT, "s", [user(str(i))])
+            store.window(AGENT, "s", max_messages=5)
+        with store.engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM pg_prepared_statements")).scalar() == 0
+
+
+def test_through_pgbouncer_the_statement_timeout_is_left_to_the_server_with_a_warning(caplog):
+    url = _reachable("PostgreSQL through PgBouncer", pgbouncer_url())
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="omnisync"):
+        with SQLStore(url) as store:
+            store.sessions(AGENT)
+            store.engine.dispose()  # a second connection: the pooler is not asked twice
+            store.sessions(AGENT)
+    refusals = [r for r in caplog.records if "refused the options startup parameter" in r.getMessage()]
+    assert len(refusals) == 1 and "ALTER ROLE" in refusals[0].getMessage()
+    assert "omnisync:***@" in refusals[0].getMessage()
+
+
+@pytest.mark.parametrize("find_url", [postgres_url, pgbouncer_url], ids=["direct", "pgbouncer"])
+def test_several_processes_creating_the_schema_at_once_all_succeed(find_url):
+    base = _reachable("PostgreSQL", find_url())
+    with backends.fresh_database(base) as url:
+        context = multiprocessing.get_context("spawn")
+        go = context.Event()
+        racers = [context.Process(target=_open_store_at, args=(url, go)) for _ in range(4)]
+        for racer in racers:
+            racer.start()
+        go.set()
+        for racer in racers:
+            racer.join(timeout=120)
+        assert [racer.exitcode for racer in racers] == [0, 0, 0, 0]
+        with SQLStore(url) as store, store.engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM omnisync_schema")).scalar() == 1
+            store.append(AGENT, "s", [user("after the race")])
+            assert [m.content for m in store.history(AGENT, "s")] == ["after the race"]
+
+
+def _open_store_at(url: str, go) -> None:
+    go.wait(60)
+    SQLStore(url).close()

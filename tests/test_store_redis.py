@@ -1,4 +1,5 @@
 import functools
+import multiprocessing
 import importlib
 import re
 import sys
@@ -9,10 +10,12 @@ import pytest
 
 redis = pytest.importorskip("redis")
 from redis.backoff import NoBackoff  # noqa: E402
+from redis.cluster import RedisCluster, key_slot  # noqa: E402
+from redis.exceptions import RedisClusterException  # noqa: E402
 from redis.retry import Retry  # noqa: E402
 
 import backends  # noqa: E402
-from omnisync.errors import MissingDependencyError, StoreError  # noqa: E402
+from omnisync.errors import ConfigurationError, MissingDependencyError, StoreError  # noqa: E402
 from omnisync.messages import Message, utcnow  # noqa: E402
 from omnisync.run_record import COMPLETED, RunRecord  # noqa: E402
 from omnisync.stores.redis_store import RedisStore  # noqa: E402
@@ -21,24 +24,28 @@ from store_contract import AGENT, SharedStoreContract, contents, summary_message
 pytestmark = pytest.mark.backend("redis")
 
 
-def _no_retry_client(url: str, **options) -> "redis.Redis":
-    return redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), socket_connect_timeout=2, **options)
+def _no_retry_client(url: str, **options):
+    """A plain client for ``url``: ``redis.Redis``, or a ``RedisCluster`` for a redis+cluster:// URL."""
+    options = {"retry": Retry(NoBackoff(), 0), "socket_connect_timeout": 2, **options}
+    if url.startswith("redis+cluster://"):
+        return RedisCluster.from_url(url.replace("redis+cluster://", "redis://", 1), **options)
+    return redis.Redis.from_url(url, **options)
 
 
 def _glob_escape(text: str) -> str:
     return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
-@pytest.fixture
-def url():
-    url = backends.redis_url()
-    probe = _no_retry_client(url)
+@pytest.fixture(params=["redis", pytest.param("cluster", marks=pytest.mark.backend("redis_cluster"))])
+def url(request):
+    """A single Redis server, then the Redis Cluster: the whole contract holds on both."""
+    name, url = ("Redis", backends.redis_url()) if request.param == "redis" else ("Redis Cluster", backends.redis_cluster_url())
     try:
+        probe = _no_retry_client(url)
         probe.ping()
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        backends.unreachable("Redis", f"{url}: {exc}")
-    finally:
         probe.close()
+    except (redis.ConnectionError, redis.TimeoutError, RedisClusterException) as exc:
+        backends.unreachable(name, f"{url}: {exc}")
     return url
 
 
@@ -65,6 +72,10 @@ def store(url, prefix):
 @pytest.fixture
 def store_opener(url, prefix):
     return functools.partial(RedisStore.from_url, url, prefix=prefix)
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _keys(store: RedisStore) -> list[str]:
@@ -162,24 +173,28 @@ class TestRedisStore(SharedStoreContract):
         for session_id in ids:
             store.append("agent:*", session_id, [user(session_id)])
         store.save_run(RunRecord(run_id="run:*", agent="agent:*", session_id="*", created_at=utcnow()), None)
-        layout = re.compile(
-            rf"^{re.escape(store.prefix)}:(agents|a:[0-9a-f]*:(sessions|runs|run:[0-9a-f]+|s:[0-9a-f]+:(active|inactive|meta)))$"
-        )
+        if store.cluster:  # the same names, with the agent's or the session's part as the hash tag
+            rest = r"\{a:[0-9a-f]*\}:(sessions|runs|run:[0-9a-f]+)|\{a:[0-9a-f]*:s:[0-9a-f]+\}:(active|inactive|meta)"
+        else:
+            rest = r"a:[0-9a-f]*:(sessions|runs|run:[0-9a-f]+|s:[0-9a-f]+:(active|inactive|meta))"
+        layout = re.compile(rf"^{re.escape(store.prefix)}:(agents|{rest})$")
         keys = _keys(store)
         assert keys and all(layout.match(key) for key in keys), keys
-        assert not any(ch in key[len(store.prefix) :] for key in keys for ch in "*{} ")
+        assert not any(ch in key[len(store.prefix) :] for key in keys for ch in "* ")
         assert store.clear("agent:*", "*") == 1
         assert sorted(s.session_id for s in store.sessions("agent:*")) == sorted(set(ids) - {"*"})
         assert store.load_run("agent:*", "run:*") is not None
 
-    def test_clear_leaves_only_the_seq_counters(self, store):
+    def test_clear_leaves_only_the_seq_counters_and_the_listings(self, store):
         store.append(AGENT, "s", [user("a")])
         store.append(AGENT, "t", [user("b")])
         assert store.clear(AGENT, "s") == 1
         assert store.clear(AGENT) == 1
         keys = _keys(store)
-        assert len(keys) == 2 and all(key.endswith(":meta") for key in keys), keys
-        assert all(store.client.hkeys(key) in ([b"seq"], ["seq"]) for key in keys)
+        metas = [key for key in keys if key.endswith(":meta")]
+        assert sorted(set(keys) - set(metas)) == sorted([f"{store.prefix}:agents", f"{store._agent_stem(AGENT)}:sessions"]), keys
+        assert len(metas) == 2 and all(sorted(_text(k) for k in store.client.hkeys(key)) == ["listed", "seq"] for key in metas)
+        assert store.sessions() == [] and store.sessions(AGENT) == []
 
     def test_clearing_twice_then_appending_keeps_working(self, store):
         for _ in range(2):
@@ -245,7 +260,7 @@ class TestRedisStore(SharedStoreContract):
             client.close()
 
     def test_a_client_that_decodes_responses_works_too(self, url, prefix):
-        client = redis.Redis.from_url(url, decode_responses=True)
+        client = _no_retry_client(url, decode_responses=True)
         try:
             store = RedisStore(client, prefix=prefix)
             written = store.append(AGENT, "日本", [user("金曜日")])
@@ -265,6 +280,95 @@ class TestRedisStore(SharedStoreContract):
             assert RedisStore(client).prefix == "omnisync"
         finally:
             client.close()
+
+
+    # --- listings, and the layout across slots ---------------------------------------------
+
+    def test_an_append_writes_nothing_to_a_session_that_is_not_listed_yet(self, store):
+        keys = list(store._session_keys(AGENT, "s"))
+        assert int(store._append(keys=keys, args=[2, "0", 1, 'a"role":"user","content":"x"}'])) == -1
+        assert store.history(AGENT, "s") == [] and store.client.exists(*keys) == 0
+        [written] = store.append(AGENT, "s", [user("y")])  # lists the session, then writes
+        assert [s.session_id for s in store.sessions(AGENT)] == ["s"] and contents(store.history(AGENT, "s")) == ["y"]
+        assert int(store._append(keys=keys, args=[2, "0", 1, 'a"role":"user","content":"z"}'])) == written.seq + 2
+
+    def test_every_key_of_a_session_shares_a_slot_and_every_run_key_of_an_agent_another(self, store):
+        if not store.cluster:
+            pytest.skip("hash tags are for a cluster; one server keeps the key names of earlier releases")
+        session_slots = {key_slot(k.encode()) for k in store._session_keys(AGENT, "s")}
+        agent_keys = [f"{store._agent_stem(AGENT)}:{suffix}" for suffix in ("sessions", "runs", "run:" + "r1".encode().hex())]
+        assert len(session_slots) == 1 and len({key_slot(k.encode()) for k in agent_keys}) == 1
+        other = {key_slot(k.encode()) for k in store._session_keys(AGENT, "t")}
+        assert other != session_slots  # sessions spread over the cluster (these two land apart)
+
+    def test_sessions_appended_to_while_others_clear_them_are_always_listed(self, store, store_opener):
+        context = multiprocessing.get_context("spawn")
+        started, done, cleared = context.Event(), context.Event(), context.Value("i", 0)
+        clearer = context.Process(target=_clear_until, args=(store_opener, 40, started, done, cleared))
+        appender = context.Process(target=_append_new_sessions, args=(store_opener, 40, started, done))
+        for worker in (clearer, appender):
+            worker.start()
+        for worker in (appender, clearer):
+            worker.join(timeout=120)
+            assert worker.exitcode == 0
+        assert cleared.value > 0  # the clears did race the appends
+        with_messages = {f"s{i}" for i in range(40) if store.history(AGENT, f"s{i}")}
+        assert {info.session_id for info in store.sessions(AGENT)} == with_messages
+
+    def test_a_cluster_prefix_cannot_hold_braces(self, url):
+        if not url.startswith("redis+cluster://"):
+            pytest.skip("braces change slots only on a cluster")
+        with pytest.raises(ConfigurationError, match="cannot hold"):
+            RedisStore.from_url(url, prefix="my{app}")
+
+
+def _append_new_sessions(opener, count: int, started, done) -> None:
+    store = opener()
+    try:
+        assert started.wait(60)
+        for i in range(count):
+            for n in range(3):
+                store.append(AGENT, f"s{i}", [user(f"m{n}")])
+    finally:
+        done.set()
+        store.close()
+
+
+def _clear_until(opener, count: int, started, done, cleared) -> None:
+    store = opener()
+    try:
+        started.set()
+        while not done.is_set():
+            for i in range(count):
+                cleared.value += store.clear(AGENT, f"s{i}")
+    finally:
+        store.close()
+
+
+def test_data_written_by_an_earlier_release_is_read_and_extended(url, prefix):
+    """One server keeps the key names of earlier releases: their data needs no migration."""
+    if url.startswith("redis+cluster://"):
+        pytest.skip("earlier releases did not run on a cluster")
+    client = _no_retry_client(url)
+    try:
+        agent, session = AGENT.encode().hex(), "old".encode().hex()
+        stem = f"{prefix}:a:{agent}:s:{session}"  # as 0.x wrote it: no "listed" flag
+        client.zadd(f"{stem}:active", {'{"seq":2,"role":"user","content":"from before","tokens":3,"created_at":"2024-01-01T00:00:00+00:00"}': 2})
+        client.hset(f"{stem}:meta", mapping={"seq": 2, "last": 1704067200000000})
+        client.sadd(f"{prefix}:a:{agent}:sessions", session)
+        client.sadd(f"{prefix}:agents", agent)
+        with RedisStore(client, prefix=prefix) as store:
+            assert contents(store.history(AGENT, "old")) == ["from before"]
+            assert [(s.session_id, s.message_count) for s in store.sessions()] == [("old", 1)]
+            [added] = store.append(AGENT, "old", [user("from now")])
+            assert added.seq == 4 and contents(store.window(AGENT, "old", max_messages=5)) == ["from before", "from now"]
+    finally:
+        client.close()
+
+
+def test_a_cluster_that_cannot_be_reached_is_a_store_error():
+    with pytest.raises(StoreError, match=r"Redis Cluster store redis://127.0.0.1:1/ cannot be reached"):
+        RedisStore.from_url("redis+cluster://127.0.0.1:1/", socket_connect_timeout=1)
 
 
 def test_without_redis_installed_the_import_names_the_extra(monkeypatch):

@@ -3,13 +3,25 @@
 Key layout (``P`` is the prefix, ``OMNISYNC_REDIS_PREFIX`` or ``"omnisync"``; ``A``, ``S``
 and ``R`` are the agent, session id and run id as hex of their UTF-8 bytes)::
 
-    P:agents                 set     A of every agent that has sessions     (sessions() of all agents)
-    P:a:A:sessions           set     S of this agent's sessions              (sessions(), clear(agent))
+    P:agents                 set     A of every agent that has had sessions  (sessions() of all agents)
+    P:a:A:sessions           set     S of every session this agent has had   (sessions(), clear(agent))
     P:a:A:s:S:active         zset    active messages, JSON, score = seq      (the window)
     P:a:A:s:S:inactive       zset    folded messages kept under "keep"       (history only)
-    P:a:A:s:S:meta           hash    seq = the counter, last = last write (µs since the epoch)
+    P:a:A:s:S:meta           hash    seq = the counter, last = last write (µs since the epoch),
+                                     listed = 1 once the two sets above hold this session
     P:a:A:runs               zset    R by created_at (µs)                    (list_runs, oldest first)
     P:a:A:run:R              hash    version, data (the record as JSON), status, session, finished (µs)
+
+On a Redis Cluster (a ``redis+cluster://`` URL or a ``RedisCluster`` client) the same names
+carry hash tags, so that every key one operation touches is in one slot::
+
+    P:{a:A}:sessions   P:{a:A}:runs   P:{a:A}:run:R            one slot per agent
+    P:{a:A:s:S}:active   P:{a:A:s:S}:inactive   P:{a:A:s:S}:meta   one slot per session
+
+On one server the names have no braces: they are the names of every earlier release, so
+data written before needs no migration (this store has no schema version; the layout is
+its contract). A cluster starts empty: copy a single server's data onto it with
+``omnisync copy`` (``omnisync/transfer``).
 
 Why:
 
@@ -21,14 +33,27 @@ Why:
   cost O(log N + n). Folded messages move to their own set, so they never slow the window.
 - A member is the message's JSON, starting ``{"seq":N,`` (so members never collide); its
   status is where it lives, not a field, so a fold moves members without rewriting them.
-- Append, fold, clear and save_run are each one Lua script, so each is atomic: seq comes
-  from ``HINCRBY`` on the session's counter inside the write; a fold and a run save are
-  compare-and-sets checked in the same script that writes.
+- Append, fold and clearing a session are each one Lua script on the session's keys, so each
+  is atomic: seq comes from ``HINCRBY`` on the session's counter inside the write; a fold is a
+  compare-and-set checked in the script that writes. A run's save, list and prune are one
+  script each on its agent's keys (a compare-and-set on the record's version).
+- The agent and session sets are in other slots than the session, so no script writes both.
+  They are indexes that may over-list, never under-list: a session is added to them (one
+  pipelined ``SADD`` each) *before* its first message is written, which the session's
+  ``listed`` flag records; the append script refuses to write to a session not yet listed,
+  and the caller lists it and tries again. Nothing removes an entry, so no removal can race
+  an append (a clear that drops the entry while another process appends would hide that
+  session for good). A cleared session stays listed with no messages, as its seq counter
+  stays; ``sessions()`` leaves out sessions with no messages. So a session's first append
+  costs two more round trips, every later one none.
+- ``sessions()`` and ``clear(agent)`` read the sets, then one script per session, pipelined
+  (one round trip per server). Each session is counted or cleared atomically; the listing as
+  a whole is not one snapshot, and a session appended to while ``clear(agent)`` runs may keep
+  its new messages, as if the append had come after.
 - A run record with ``expires_at`` gets ``PEXPIREAT``: Redis itself removes it; the run index
   drops entries whose record has gone when it is next read.
-
-The scripts touch several keys of one agent and the agents set, so this store is for a
-single Redis server (with replicas or Sentinel), not Redis Cluster.
+- Keys of one agent's runs share one slot, so one agent's run records live on one master;
+  messages, the bulk, spread over the cluster by session.
 """
 
 from __future__ import annotations
@@ -43,6 +68,7 @@ from typing import Any, cast
 from .. import _env
 from .._logging import logger
 from ..errors import ConfigurationError, MissingDependencyError, StoreError
+from ..redact import redact_url
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
@@ -51,25 +77,32 @@ from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable, run_co
 try:
     import redis
     from redis.backoff import NoBackoff
-    from redis.exceptions import RedisError
+    from redis.cluster import RedisCluster
+    from redis.exceptions import RedisClusterException, RedisError
     from redis.retry import Retry
 except ImportError as _missing:  # pragma: no cover - exercised by the missing-extra test
     raise MissingDependencyError(
         "Redis memory requires optional dependency 'redis'. Install it with: pip install 'omnisync[redis]'"
     ) from _missing
 
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _BATCH = 1000  # ZADD arguments per call inside a script (Lua's unpack has a stack limit)
 
-# KEYS: active, inactive, meta, sessions, agents
-# ARGV: step, session token, agent token, now (µs), then per message "a" or "i" + its JSON after the "{"
+# KEYS: active, inactive, meta
+# ARGV: step, "1" if the session was just listed, now (µs), then per message "a" or "i" + its JSON after the "{"
+# Returns the last seq written, or -1 (nothing written) when the session is not listed yet.
 _APPEND = """
+if redis.call('HEXISTS', KEYS[3], 'listed') == 0 then
+  if ARGV[2] ~= '1' then return -1 end
+  redis.call('HSET', KEYS[3], 'listed', 1)
+end
 local step = tonumber(ARGV[1])
-local count = #ARGV - 4
+local count = #ARGV - 3
 local last = redis.call('HINCRBY', KEYS[3], 'seq', step * count)
 local seq = last - step * count
 local batches = {{}, {}}
-for i = 5, #ARGV do
+for i = 4, #ARGV do
   seq = seq + step
   local item = ARGV[i]
   local target = (string.sub(item, 1, 1) == 'a') and 1 or 2
@@ -85,9 +118,7 @@ for target = 1, 2 do
   if #batches[target] > 0 then redis.call('ZADD', KEYS[target], unpack(batches[target])) end
 end
 local previous = redis.call('HGET', KEYS[3], 'last')
-if not previous or tonumber(previous) < tonumber(ARGV[4]) then redis.call('HSET', KEYS[3], 'last', ARGV[4]) end
-redis.call('SADD', KEYS[4], ARGV[2])
-redis.call('SADD', KEYS[5], ARGV[3])
+if not previous or tonumber(previous) < tonumber(ARGV[3]) then redis.call('HSET', KEYS[3], 'last', ARGV[3]) end
 return last
 """.replace("BATCH", str(2 * _BATCH))
 
@@ -117,50 +148,22 @@ if not previous or tonumber(previous) < tonumber(ARGV[7]) then redis.call('HSET'
 return 1
 """.replace("BATCH", str(2 * _BATCH))
 
-# KEYS: active, inactive, meta, sessions, agents; ARGV: session token, agent token
+# KEYS: active, inactive, meta. The seq counter stays (seq never goes back), and so does "listed".
 _CLEAR_SESSION = """
 local count = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('HDEL', KEYS[3], 'last')  -- the seq counter stays: seq never goes back
-redis.call('SREM', KEYS[4], ARGV[1])
-if redis.call('SCARD', KEYS[4]) == 0 then redis.call('SREM', KEYS[5], ARGV[2]) end
+redis.call('HDEL', KEYS[3], 'last')
 return count
 """
 
-# KEYS: sessions, agents; ARGV: this agent's session key stem ("P:a:A:s:"), agent token
-_CLEAR_AGENT = """
-local count = 0
-for _, token in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  local stem = ARGV[1] .. token
-  count = count + redis.call('ZCARD', stem .. ':active') + redis.call('ZCARD', stem .. ':inactive')
-  redis.call('DEL', stem .. ':active', stem .. ':inactive')
-  redis.call('HDEL', stem .. ':meta', 'last')
-end
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[2])
-return count
+# KEYS: active, inactive, meta. Returns the message count and the last write (µs or "").
+_COUNT_SESSION = """
+return {redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]), redis.call('HGET', KEYS[3], 'last') or ''}
 """
 
-# KEYS: agents; ARGV: prefix, then (optionally) one agent token
-# Returns agent token, session token, message count, last write (µs or "") per session.
-_SESSIONS = """
-local agents = {ARGV[2]}
-if #ARGV < 2 then agents = redis.call('SMEMBERS', KEYS[1]) end
-local found = {}
-for _, agent in ipairs(agents) do
-  local stem = ARGV[1] .. ':a:' .. agent
-  for _, session in ipairs(redis.call('SMEMBERS', stem .. ':sessions')) do
-    local keys = stem .. ':s:' .. session
-    local count = redis.call('ZCARD', keys .. ':active') + redis.call('ZCARD', keys .. ':inactive')
-    if count > 0 then
-      found[#found + 1] = agent
-      found[#found + 1] = session
-      found[#found + 1] = count
-      found[#found + 1] = redis.call('HGET', keys .. ':meta', 'last') or ''
-    end
-  end
-end
-return found
+# KEYS: active, inactive. Both sets at one moment, so a fold in between cannot show a message twice.
+_HISTORY = """
+return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('ZRANGE', KEYS[2], 0, -1)}
 """
 
 # KEYS: record, run index
@@ -219,46 +222,58 @@ return count
 
 
 class RedisStore(MemoryStore):
-    """Messages and runs in one Redis server (``REDIS_URL``).
+    """Messages and runs in one Redis server or one Redis Cluster (``REDIS_URL``).
 
-    Give it a ready ``redis.Redis`` client (the store never closes it), or use
-    :meth:`from_url`, whose client the store owns and closes.
+    Give it a ready ``redis.Redis`` or ``redis.cluster.RedisCluster`` client (the store never
+    closes it), or use :meth:`from_url`, whose client the store owns and closes.
     """
 
     kind = "redis"
 
-    def __init__(self, client: "redis.Redis", *, prefix: str | None = None) -> None:
+    def __init__(self, client: "redis.Redis | RedisCluster", *, prefix: str | None = None) -> None:
         prefix = _env.redis_prefix() if prefix is None else prefix
         if not isinstance(prefix, str) or not prefix:
             raise ConfigurationError(f"The Redis key prefix must be a non-empty string, not {prefix!r}.")
+        self.cluster = isinstance(client, RedisCluster)
+        if self.cluster and ("{" in prefix or "}" in prefix):
+            raise ConfigurationError(
+                f"On a Redis Cluster the key prefix cannot hold {{ or }} (they would change which slot a key is in): {prefix!r}"
+            )
         self.client = client
         self.prefix = prefix
         self._owns_client = False
         self._append = client.register_script(_APPEND)
         self._fold = client.register_script(_FOLD)
-        self._clear_session = client.register_script(_CLEAR_SESSION)
-        self._clear_agent = client.register_script(_CLEAR_AGENT)
-        self._sessions = client.register_script(_SESSIONS)
+        self._history = client.register_script(_HISTORY)
         self._save_run = client.register_script(_SAVE_RUN)
         self._list_runs = client.register_script(_LIST_RUNS)
         self._prune_runs = client.register_script(_PRUNE_RUNS)
 
     @classmethod
     def from_url(cls, url: str, prefix: str | None = None, **client_options: Any) -> "RedisStore":
-        """A store on a new client for ``url`` (``redis://``, ``rediss://``, ``unix://``), closed by :meth:`close`.
+        """A store on a new client for ``url``, closed by :meth:`close`.
 
-        ``client_options`` go to ``redis.Redis.from_url``; ``connect_timeout`` and ``timeout``
-        (seconds, 5 and 30 by default) bound a connect and each command, unless the
-        client's own ``socket_connect_timeout`` / ``socket_timeout`` are given. Unless one is given, the client
-        does not retry a command by itself: a retried script could append the same messages twice.
+        ``redis://``, ``rediss://`` and ``unix://`` name one server; ``redis+cluster://`` and
+        ``rediss+cluster://`` name any node of a Redis Cluster, whose other nodes the client
+        finds by itself. ``client_options`` go to ``redis.Redis.from_url`` (or
+        ``RedisCluster.from_url``); ``connect_timeout`` and ``timeout`` (seconds, 5 and 30 by
+        default) bound a connect and each command, unless the client's own
+        ``socket_connect_timeout`` / ``socket_timeout`` are given. Unless one is given, the
+        client does not retry a command by itself: a retried script could append the same
+        messages twice. (A cluster client still follows MOVED and ASK redirects, which are
+        answers, not retries: the command did not run.)
         """
         client_options.setdefault("retry", Retry(NoBackoff(), 0))
         client_options.setdefault("socket_connect_timeout", client_options.pop("connect_timeout", DEFAULT_CONNECT_TIMEOUT))
         client_options.setdefault("socket_timeout", client_options.pop("timeout", DEFAULT_TIMEOUT))
         client_options.pop("connect_timeout", None)
         client_options.pop("timeout", None)
+        scheme, _, rest = url.partition("://")
         try:
-            client = redis.Redis.from_url(url, **client_options)
+            if scheme.lower() in CLUSTER_SCHEMES:
+                client: redis.Redis | RedisCluster = _cluster_client(f"{scheme.lower().split('+')[0]}://{rest}", client_options)
+            else:
+                client = redis.Redis.from_url(url, **client_options)
         except ValueError as exc:
             raise ConfigurationError(f"Not a usable Redis URL: {exc}") from exc
         try:
@@ -272,10 +287,12 @@ class RedisStore(MemoryStore):
     # --- keys -----------------------------------------------------------------------
 
     def _agent_stem(self, agent: str) -> str:
-        return f"{self.prefix}:a:{_token(agent)}"
+        tag = f"a:{_token(agent)}"
+        return f"{self.prefix}:{{{tag}}}" if self.cluster else f"{self.prefix}:{tag}"
 
     def _session_keys(self, agent: str, session_id: str) -> tuple[str, str, str]:
-        stem = f"{self._agent_stem(agent)}:s:{_token(session_id)}"
+        tag = f"a:{_token(agent)}:s:{_token(session_id)}"
+        stem = f"{self.prefix}:{{{tag}}}" if self.cluster else f"{self.prefix}:{tag}"
         return f"{stem}:active", f"{stem}:inactive", f"{stem}:meta"
 
     @property
@@ -283,6 +300,10 @@ class RedisStore(MemoryStore):
         return f"{self.prefix}:agents"
 
     def _describe(self) -> str:
+        if isinstance(self.client, RedisCluster):
+            node = cast(Any, self.client).get_default_node()
+            where = f"{node.host}:{node.port}" if node is not None else "?"
+            return f"Redis Cluster store redis+cluster://{where}/"
         kwargs = getattr(getattr(self.client, "connection_pool", None), "connection_kwargs", {})
         if "path" in kwargs:
             where = f"unix://{kwargs['path']}"
@@ -294,7 +315,7 @@ class RedisStore(MemoryStore):
     def _errors(self) -> Iterator[None]:
         try:
             yield
-        except RedisError as exc:
+        except (RedisError, RedisClusterException) as exc:
             where = self._describe()
             logger.debug("%s failed: %s", where, exc)
             raise StoreError(f"{where} failed: {exc.__class__.__name__}: {exc}") from exc
@@ -306,11 +327,16 @@ class RedisStore(MemoryStore):
         if not messages:
             return []
         now = utcnow()
-        active, inactive, meta = self._session_keys(agent, session_id)
+        keys = list(self._session_keys(agent, session_id))
         items = [("a" if m.status == ACTIVE else "i") + _body(m, now)[1:] for m in messages]
-        keys = [active, inactive, meta, f"{self._agent_stem(agent)}:sessions", self._agents_key]
         with self._errors():
-            last = int(self._append(keys=keys, args=[SEQ_STEP, _token(session_id), _token(agent), _micros(now), *items]))
+            last = int(self._append(keys=keys, args=[SEQ_STEP, "0", _micros(now), *items]))
+            if last < 0:  # the session's first write: list it, then write
+                with self.client.pipeline(transaction=False) as pipe:
+                    pipe.sadd(self._agents_key, _token(agent))
+                    pipe.sadd(f"{self._agent_stem(agent)}:sessions", _token(session_id))
+                    pipe.execute()
+                last = int(self._append(keys=keys, args=[SEQ_STEP, "1", _micros(now), *items]))
         first = last - SEQ_STEP * (len(messages) - 1)
         return [
             m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now)
@@ -332,32 +358,45 @@ class RedisStore(MemoryStore):
             if not include_inactive:
                 members = cast("list[bytes]", self.client.zrange(active, 0, -1))
                 return [_message(member, agent, session_id, ACTIVE) for member in members]
-            with self.client.pipeline(transaction=True) as pipe:
-                pipe.zrange(active, 0, -1)
-                pipe.zrange(inactive, 0, -1)
-                kept, folded = pipe.execute()
+            kept, folded = self._history(keys=[active, inactive])
         stored = [_message(m, agent, session_id, ACTIVE) for m in kept]
         stored += [_message(m, agent, session_id, INACTIVE) for m in folded]
         return sorted(stored, key=lambda m: m.seq)  # type: ignore[arg-type,return-value]
 
     def clear(self, agent: str, session_id: str | None = None) -> int:
-        sessions_key = f"{self._agent_stem(agent)}:sessions"
         with self._errors():
-            if session_id is None:
-                stem = f"{self._agent_stem(agent)}:s:"
-                return int(self._clear_agent(keys=[sessions_key, self._agents_key], args=[stem, _token(agent)]))
-            keys = [*self._session_keys(agent, session_id), sessions_key, self._agents_key]
-            return int(self._clear_session(keys=keys, args=[_token(session_id), _token(agent)]))
+            if session_id is not None:
+                return int(cast(Any, self.client).execute_command("EVAL", _CLEAR_SESSION, 3, *self._session_keys(agent, session_id)))
+            listed = self.client.smembers(f"{self._agent_stem(agent)}:sessions")
+            counts = self._per_session(_CLEAR_SESSION, [(agent, _untoken(token)) for token in listed])
+        return sum(int(count) for count in counts)
 
     def sessions(self, agent: str | None = None) -> list[SessionInfo]:
-        args = [self.prefix] if agent is None else [self.prefix, _token(agent)]
         with self._errors():
-            flat = self._sessions(keys=[self._agents_key], args=args)
+            agents = [agent] if agent is not None else [_untoken(a) for a in self.client.smembers(self._agents_key)]
+            with self.client.pipeline(transaction=False) as pipe:
+                for name in agents:
+                    pipe.smembers(f"{self._agent_stem(name)}:sessions")
+                listed = pipe.execute()
+            pairs = [(name, _untoken(token)) for name, tokens in zip(agents, listed) for token in tokens]
+            counts = self._per_session(_COUNT_SESSION, pairs)
         found = [
-            SessionInfo(_untoken(flat[i]), _untoken(flat[i + 1]), int(flat[i + 2]), _from_micros(flat[i + 3]))
-            for i in range(0, len(flat), 4)
+            SessionInfo(name, session_id, int(count), _from_micros(last))
+            for (name, session_id), (count, last) in zip(pairs, counts)
+            if int(count) > 0
         ]
         return sorted(found, key=lambda info: (info.agent, info.session_id))
+
+    def _per_session(self, script: str, pairs: list[tuple[str, str]]) -> list[Any]:
+        """``script`` on each session's keys, pipelined: one round trip per server, not per session.
+
+        EVAL, not EVALSHA: a cluster pipeline cannot load a script a node is missing."""
+        if not pairs:
+            return []
+        with self.client.pipeline(transaction=False) as pipe:
+            for agent, session_id in pairs:
+                pipe.execute_command("EVAL", script, 3, *self._session_keys(agent, session_id))
+            return cast("list[Any]", pipe.execute())
 
     def fold(
         self,
@@ -439,6 +478,16 @@ class RedisStore(MemoryStore):
 
 
 # --- helpers ------------------------------------------------------------------------
+
+
+def _cluster_client(url: str, options: dict[str, Any]) -> "RedisCluster":
+    """A cluster client for ``url``; one that cannot reach the cluster is a StoreError now."""
+    if int(redis.__version__.split(".")[0]) < 6:  # before 6.0 the cluster client retried by its own count
+        options.setdefault("cluster_error_retry_attempts", 0)
+    try:
+        return RedisCluster.from_url(url, **options)
+    except (RedisError, RedisClusterException) as exc:
+        raise StoreError(f"Redis Cluster store {redact_url(url)} cannot be reached: {exc.__class__.__name__}: {exc}") from exc
 
 
 def _token(text: str) -> str:

@@ -40,6 +40,7 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
         "Install it with: pip install 'omnisync[postgres]'"
     ) from _missing
 
+from . import postgres_pooling
 from . import sql_schema as schema
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -371,7 +372,8 @@ def create_engine(url: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, ti
         if in_memory:
             options["poolclass"] = StaticPool
         return sa.create_engine(parsed, **options)
-    connect_args = _postgres_waits(connect_timeout, timeout) if parsed.get_backend_name() == "postgresql" else {}
+    postgres = parsed.get_backend_name() == "postgresql"
+    connect_args = {**_postgres_waits(connect_timeout, timeout), **postgres_pooling.connect_args(parsed)} if postgres else {}
     try:
         engine = sa.create_engine(parsed, connect_args=connect_args)
     except ImportError as exc:
@@ -380,6 +382,8 @@ def create_engine(url: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, ti
             "For PostgreSQL install it with: pip install 'omnisync[postgres]'"
         ) from exc
     _ping_when_idle(engine)
+    if postgres:
+        postgres_pooling.connect_without_options_if_refused(engine)
     return engine
 
 
