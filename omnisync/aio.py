@@ -33,6 +33,7 @@ from .agent import OmniCoreAgent as _BlockingAgent
 from .aio_stream import AsyncAgentStream
 from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
 from .results import ApprovalRequest, BudgetRequest, ChatMessage, HistoryMessage, Preview, PreviewWindow, RunRecordDict, RunResult, Usage
+from .remote import RemoteAgent as _BlockingRemoteAgent
 from .router import MemoryRouter as _BlockingRouter
 from .tools import ToolRegistry
 
@@ -49,6 +50,7 @@ __all__ = [
     "OmnisyncError",
     "Preview",
     "PreviewWindow",
+    "RemoteAgent",
     "RunError",
     "RunRecordDict",
     "RunResult",
@@ -210,3 +212,7 @@ class OmniCoreAgent(_AsyncTwin, blocking=_BlockingAgent):
     ``memory_router`` takes a router from here or from ``omnisync``; ``agent.memory_router``
     gives the one from here.
     """
+
+
+class RemoteAgent(_AsyncTwin, blocking=_BlockingRemoteAgent):
+    """``omnisync.remote.RemoteAgent`` with coroutine methods: an agent on an omnisync server, awaited."""
