@@ -104,7 +104,9 @@ class OmniCoreAgent:
 
 class RemoteAgent:
     """``omnisync.remote.RemoteAgent`` with coroutine methods: an agent on an omnisync server, awaited."""
+    base_url: str
     name: str
+    timeout: float
     def __init__(self, base_url: str, agent: str | None = None, token: str | None = None, timeout: float = 60.0) -> None: ...
     @property
     def blocking(self) -> _BlockingRemoteAgent: ...

@@ -43,6 +43,8 @@ class RemoteAgent:
     """One agent of an omnisync server; ``agent`` may be left out when the server serves only one."""
 
     name: str
+    base_url: str
+    timeout: float
 
     def __init__(self, base_url: str, agent: str | None = None, token: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
@@ -154,17 +156,20 @@ class RemoteAgent:
 
     def _send(self, method: str, path: str, body: dict[str, Any] | None = None, *, stream: bool = False, **options: Any) -> requests.Response:
         """One request; one carrying an Idempotency-Key (or a GET) is sent again when its connection fails."""
-        retry = method == "GET" or "Idempotency-Key" in (options.get("headers") or {})
-        for attempt in range(CONNECT_TRIES if retry else 1):
+        tries = CONNECT_TRIES if method == "GET" or "Idempotency-Key" in (options.get("headers") or {}) else 1
+        for attempt in range(1, tries + 1):
             try:
                 return self._http.request(method, self.base_url + path, json=body, timeout=self.timeout, stream=stream, **options)
             except requests.ConnectionError as exc:
-                failure = exc
-        raise RemoteError(f"cannot reach the omnisync server at {self.base_url}: {failure}", status_code=0) from failure
+                if attempt == tries:
+                    raise RemoteError(f"cannot reach the omnisync server at {self.base_url}: {exc}", status_code=0) from exc
+        raise AssertionError("unreachable")
 
 
 class RemoteStream:
     """The events of one remote run, as :class:`~omnisync.streaming.AgentStream` gives a local one's."""
+
+    run_id: str | None
 
     def __init__(self, agent: RemoteAgent, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         self._agent = agent

@@ -81,7 +81,7 @@ def test_it_starts_quickly_on_loopback_and_says_so(tmp_path):
     finally:
         stderr = stop(process)
     assert "no token configured: listening on 127.0.0.1 only" in stderr
-    assert took < 5, f"omnisync serve took {took:.1f} s to answer"
+    assert took < 10, f"omnisync serve took {took:.1f} s to answer"
 
 
 def test_two_workers_share_one_store_and_need_the_token(tmp_path):

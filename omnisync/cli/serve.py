@@ -112,8 +112,8 @@ def read_tokens(token_file: str | None) -> dict[str, list[str]] | None:
         if not tokens:
             raise UsageError(f"--token-file {token_file} holds no token")
         return tokens
-    text = _env.serve_tokens()
-    return parse_tokens(text, "OMNISYNC_SERVE_TOKENS") if text else None
+    variable = _env.serve_tokens()
+    return parse_tokens(variable, "OMNISYNC_SERVE_TOKENS") if variable else None
 
 
 def _is_loopback(host: str) -> bool:

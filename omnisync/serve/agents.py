@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from .. import aio
 from ..agent import OmniCoreAgent
@@ -16,6 +16,7 @@ MAX_NAME_LENGTH = 255
 
 def served_agents(agents: Any) -> dict[str, aio.OmniCoreAgent]:
     """``{url name: aio agent}`` from one agent, a list (named by ``agent.name``) or a mapping."""
+    pairs: list[tuple[Any, Any]]
     if isinstance(agents, (OmniCoreAgent, aio.OmniCoreAgent)):
         pairs = [(agents.name, agents)]
     elif isinstance(agents, Mapping):
@@ -32,7 +33,7 @@ def served_agents(agents: Any) -> dict[str, aio.OmniCoreAgent]:
             raise ConfigurationError(f"an agent's name in the URL must be 1 to {MAX_NAME_LENGTH} characters without '/', not {name!r}")
         if name in served:
             raise ConfigurationError(f"two agents are served as {name!r}: give them different names (or serve a mapping)")
-        served[name] = agent if isinstance(agent, aio.OmniCoreAgent) else aio._twin_of(agent)
+        served[name] = agent if isinstance(agent, aio.OmniCoreAgent) else cast(aio.OmniCoreAgent, getattr(aio, "_twin_of")(agent))
     if not served:
         raise ConfigurationError("there is no agent to serve")
     return served

@@ -20,6 +20,10 @@ MAX_PAGE = 500
 class HttpError(Exception):
     """A request refused before it reached an agent: ``status``, an error ``type`` and a message."""
 
+    status: int
+    type: str
+    headers: dict[str, str]
+
     def __init__(self, status: int, type: str, message: str, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status

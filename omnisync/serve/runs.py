@@ -41,9 +41,12 @@ class Logged:
 class RunLog:
     """The events of one run, in order; ``live`` while a drive in this process adds to it."""
 
+    events: list[Logged]
+    live: Drive | None
+
     def __init__(self) -> None:
-        self.events: list[Logged] = []
-        self.live: Drive | None = None
+        self.events = []
+        self.live = None
         self._changed = asyncio.Condition()
 
     async def append(self, name: str, data: dict[str, Any]) -> int:
@@ -86,13 +89,20 @@ class Drive:
     ``run()`` returns, or raises what it would.
     """
 
+    agent: str
+    stream: AsyncAgentStream
+    run_id: str | None
+    started: asyncio.Future[tuple[RunLog, int]]
+    finished: asyncio.Future[RunResult]
+    task: asyncio.Task[None]
+
     def __init__(self, hub: RunHub, agent: str, stream: AsyncAgentStream, on_start: Callable[[str], Awaitable[None]] | None) -> None:
         loop = asyncio.get_running_loop()
         self.agent = agent
         self.stream = stream
-        self.run_id: str | None = None
-        self.started: asyncio.Future[tuple[RunLog, int]] = loop.create_future()
-        self.finished: asyncio.Future[RunResult] = loop.create_future()
+        self.run_id = None
+        self.started = loop.create_future()
+        self.finished = loop.create_future()
         for future in (self.started, self.finished):
             future.add_done_callback(_retrieve)  # an error nobody awaited is not an "unretrieved exception"
         self._hub = hub
