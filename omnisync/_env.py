@@ -60,3 +60,13 @@ def ca_bundle() -> str | None:
 def aio_threads() -> str | None:
     """Worker threads of omnisync.aio's pool (checked by omnisync._aio_pool)."""
     return _get("OMNISYNC_AIO_THREADS")
+
+
+def serve_tokens() -> str | None:
+    """Bearer tokens of ``omnisync serve``, one ``TOKEN AGENT[,AGENT...]`` per line or ``;``-separated."""
+    return _get("OMNISYNC_SERVE_TOKENS")
+
+
+def serve_worker() -> str | None:
+    """What ``omnisync serve --workers N`` hands each worker process (JSON, set by the command itself)."""
+    return _get("OMNISYNC_SERVE_WORKER")

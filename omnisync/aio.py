@@ -46,6 +46,7 @@ from .results import (
     SessionUsage,
     Usage,
 )
+from .remote import RemoteAgent as _BlockingRemoteAgent
 from .router import MemoryRouter as _BlockingRouter
 from .tools import ToolRegistry
 
@@ -64,6 +65,7 @@ __all__ = [
     "OmnisyncError",
     "Preview",
     "PreviewWindow",
+    "RemoteAgent",
     "RunError",
     "RunRecordDict",
     "RunResult",
@@ -227,3 +229,7 @@ class OmniCoreAgent(_AsyncTwin, blocking=_BlockingAgent):
     ``memory_router`` takes a router from here or from ``omnisync``; ``agent.memory_router``
     gives the one from here.
     """
+
+
+class RemoteAgent(_AsyncTwin, blocking=_BlockingRemoteAgent):
+    """``omnisync.remote.RemoteAgent`` with coroutine methods: an agent on an omnisync server, awaited."""

@@ -5,6 +5,7 @@
     ├── MissingDependencyError (also ImportError) an optional extra is not installed
     ├── StoreError                               a memory store could not read or write
     ├── TransferError                            an export, import or copy cannot be done as asked
+    ├── RemoteError                              an omnisync server refused a request (RemoteAgent)
     ├── ModelError                               the model endpoint did not give an answer
     │   ├── ModelConnectionError                 no HTTP response at all
     │   │   └── ModelTimeoutError
@@ -58,6 +59,18 @@ class NotSerializableError(StoreError, TypeError):
 
 class TransferError(OmnisyncError):
     """An export, import or copy refused its input or destination, or its end check failed; the message says why."""
+
+
+class RemoteError(OmnisyncError):
+    """An omnisync server answered with an error that has no twin in the local API (401, 404 for an agent, 413...).
+
+    Errors a local agent would raise (SessionBusyError, RunNotFoundError...) come back as themselves.
+    """
+
+    def __init__(self, message: str, *, status_code: int, body: Any = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.body = body
 
 
 class ModelError(OmnisyncError):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import OmnisyncError
 from .model.client import Completion
@@ -46,10 +46,11 @@ StreamEvent = TextDelta | ToolCall | ToolResult | RunPaused | RunFinished | RunF
 """What ``agent.stream`` yields: text as it arrives, tool calls once complete, their results, then how the run ended."""
 
 _INTERNAL = (ModelCallStarted, ModelCallFinished, Text)
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def streams(method: Callable[..., AgentStream]) -> Callable[..., AgentStream]:
-    """Marks a method that returns an AgentStream, so omnisync.aio makes it an async iterator, not a coroutine."""
+def streams(method: _Method) -> _Method:
+    """Marks a method that returns a stream (AgentStream, RemoteStream), so omnisync.aio makes it an async iterator, not a coroutine."""
     method.__omnisync_streams__ = True  # type: ignore[attr-defined]
     return method
 

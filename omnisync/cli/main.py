@@ -22,7 +22,7 @@ MAX_ID_LENGTH = 255
 DEFAULT_TIMEOUT = 10.0
 MAX_ERROR_CHARS = 300
 
-DESCRIPTION = "Look into, move and tend the memory stores omnisync agents keep their sessions and runs in."
+DESCRIPTION = "Look into, move and tend the memory stores omnisync agents keep their sessions and runs in; serve agents over HTTP."
 EPILOG = """\
 which store: --store KIND reads that kind's variable, as MemoryRouter(KIND) does (DATABASE_URL,
 REDIS_URL, MONGODB_URI), unless --url is given; --url alone lets its scheme choose (sqlite:///...,
@@ -131,7 +131,7 @@ def _connection_options(with_store: bool) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import preview, runs, show, transfer
+    from . import preview, runs, serve, show, transfer
 
     store_options = _connection_options(with_store=True)
     parser = argparse.ArgumentParser(
@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--memory-config", type=preview.memory_config, metavar="JSON", help='the agent\'s memory_config, e.g. \'{"value": 20}\'')
     sub.add_argument("--message", metavar="TEXT", help="a new user message, as the next run would add it")
     _json(sub)
+
+    sub = command("serve", serve.serve, "serve agents over HTTP: sessions and runs as JSON and server-sent events", store=False, opens_own_store=True)
+    serve.add_arguments(sub)
     return parser
 
 

@@ -1,0 +1,275 @@
+"""RemoteAgent: an agent that ``omnisync serve`` serves, with OmniCoreAgent's methods, blocking on requests.
+
+    agent = RemoteAgent("http://127.0.0.1:8000", agent="assistant", token="...")
+    result = agent.run("hello", session_id="user_123")
+
+Results are the same dicts, stream events the same classes, and errors the same classes
+(SessionBusyError, RunNotFoundError, ConfigurationError...) as a local agent's, so code moves
+between the two by changing the constructor. Errors only a server has (a wrong token, an
+agent the token may not use, a body over the server's limit) are RemoteError.
+
+Differences from a local agent: each ``run`` sends an ``Idempotency-Key`` and retries a
+request whose connection failed, so it never starts two runs; a stream whose connection
+drops reconnects to the run's events where it left off (the run goes on in the server
+meanwhile); ``close()`` on a stream before its end cancels the run, as locally, once the
+server has sent its first event; session ids cannot hold ``/``; ``clear_session_history``
+clears one session at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, cast
+from urllib.parse import quote
+
+import requests
+
+from .errors import ConfigurationError, OmnisyncError, RemoteError
+from .model.sse import EventParser
+from .results import HistoryMessage, RunRecordDict, RunResult
+from .run_events import RunFailed, RunFinished, RunPaused
+from .runner import new_session_id
+from .serve.wire import ENDING_EVENTS, error_from_wire, event_from_wire, run_id_of
+from .streaming import StreamEvent, streams
+
+DEFAULT_TIMEOUT = 60.0
+CONNECT_TRIES = 3
+RECONNECTS = 3
+
+
+class RemoteAgent:
+    """One agent of an omnisync server; ``agent`` may be left out when the server serves only one."""
+
+    name: str
+    base_url: str
+    timeout: float
+
+    def __init__(self, base_url: str, agent: str | None = None, token: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ConfigurationError(f"base_url must be the server's http:// or https:// URL, not {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._http = requests.Session()
+        if token is not None:
+            self._http.headers["Authorization"] = f"Bearer {token}"
+        self.name = agent if agent is not None else self._only_agent()
+
+    # --- runs ------------------------------------------------------------------------------
+
+    def run(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
+        """As :meth:`OmniCoreAgent.run`; a retried request never starts a second run."""
+        path, body = self._run_request(message, session_id, on_busy)
+        return cast(RunResult, self._call("POST", path, body, headers={"Idempotency-Key": uuid.uuid4().hex}))
+
+    @streams
+    def stream(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> RemoteStream:
+        """As :meth:`OmniCoreAgent.stream`: the run's events as the server sends them."""
+        path, body = self._run_request(message, session_id, on_busy)
+        return RemoteStream(self, path, body, {"Idempotency-Key": uuid.uuid4().hex})
+
+    def resume(self, run_id: str) -> RunResult:
+        return cast(RunResult, self._call("POST", self._run_path(run_id, "resume"), {}))
+
+    @streams
+    def resume_stream(self, run_id: str) -> RemoteStream:
+        return RemoteStream(self, self._run_path(run_id, "resume"), {}, {})
+
+    def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult:
+        body = {"call_id": call_id, "approved": approved, "reason": reason}
+        return cast(RunResult, self._call("POST", self._run_path(run_id, "approvals"), body))
+
+    def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult:
+        body = {"extra_tool_calls": extra_tool_calls, "extra_tokens": extra_tokens, "extra_steps": extra_steps}
+        return cast(RunResult, self._call("POST", self._run_path(run_id, "budget"), body))
+
+    def cancel_run(self, run_id: str, reason: str | None = None) -> RunResult:
+        return cast(RunResult, self._call("POST", self._run_path(run_id, "cancel"), {"reason": reason}))
+
+    def get_run(self, run_id: str) -> RunRecordDict:
+        return cast(RunRecordDict, self._call("GET", self._run_path(run_id)))
+
+    def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[RunRecordDict]:
+        """Every run of this agent, oldest first (the server's pages followed)."""
+        params = {k: v for k, v in (("status", status), ("session", session_id)) if v is not None}
+        runs: list[RunRecordDict] = []
+        while True:
+            page = self._call("GET", self._agent_path("runs"), params=params)
+            runs.extend(page["runs"])
+            if not page["next_cursor"]:
+                return runs
+            params["cursor"] = page["next_cursor"]
+
+    # --- memory ----------------------------------------------------------------------------
+
+    def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[HistoryMessage]:
+        path = self._session_path(session_id, "messages")
+        return cast(list[HistoryMessage], self._call("GET", path, params={"include_inactive": "true" if include_inactive else "false"})["messages"])
+
+    def clear_session_history(self, session_id: str | None = None) -> int:
+        """Forget one session; return how many messages went."""
+        if session_id is None:
+            raise ConfigurationError("a RemoteAgent clears one session at a time: pass its session_id")
+        return int(self._call("DELETE", self._session_path(session_id))["deleted"])
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def cleanup(self) -> None:
+        """Close the connections to the server."""
+        self._http.close()
+
+    def __enter__(self) -> RemoteAgent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cleanup()
+
+    def __repr__(self) -> str:
+        return f"RemoteAgent({self.base_url!r}, agent={self.name!r})"
+
+    # --- HTTP ------------------------------------------------------------------------------
+
+    def _only_agent(self) -> str:
+        agents = self._call("GET", "/agents")["agents"]
+        if len(agents) != 1:
+            raise ConfigurationError(f"the server serves {', '.join(agents) or 'no agent'} to this token: pass agent=NAME")
+        return str(agents[0])
+
+    def _run_request(self, message: str, session_id: str | None, on_busy: str) -> tuple[str, dict[str, Any]]:
+        session_id = new_session_id() if session_id is None else session_id
+        return self._session_path(session_id, "runs"), {"message": message, "on_busy": on_busy}
+
+    def _agent_path(self, *parts: str) -> str:
+        return "/".join(["/agents", _segment(self.name, "agent name"), *parts])
+
+    def _session_path(self, session_id: str, *parts: str) -> str:
+        return self._agent_path("sessions", _segment(session_id, "session_id"), *parts)
+
+    def _run_path(self, run_id: str, *parts: str) -> str:
+        return self._agent_path("runs", _segment(run_id, "run_id"), *parts)
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None, **options: Any) -> Any:
+        response = self._send(method, path, body, **options)
+        with response:
+            return _checked(response).json()
+
+    def _send(self, method: str, path: str, body: dict[str, Any] | None = None, *, stream: bool = False, **options: Any) -> requests.Response:
+        """One request; one carrying an Idempotency-Key (or a GET) is sent again when its connection fails."""
+        tries = CONNECT_TRIES if method == "GET" or "Idempotency-Key" in (options.get("headers") or {}) else 1
+        for attempt in range(1, tries + 1):
+            try:
+                return self._http.request(method, self.base_url + path, json=body, timeout=self.timeout, stream=stream, **options)
+            except requests.ConnectionError as exc:
+                if attempt == tries:
+                    raise RemoteError(f"cannot reach the omnisync server at {self.base_url}: {exc}", status_code=0) from exc
+        raise AssertionError("unreachable")
+
+
+class RemoteStream:
+    """The events of one remote run, as :class:`~omnisync.streaming.AgentStream` gives a local one's."""
+
+    run_id: str | None
+
+    def __init__(self, agent: RemoteAgent, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
+        self._agent = agent
+        self._open = lambda: agent._send("POST", path, body, stream=True, headers={**headers, "Accept": "text/event-stream"})
+        self._response: requests.Response | None = None
+        self._events: Iterator[StreamEvent] | None = None
+        self._result: RunResult | None = None
+        self._ended = False
+        self.run_id: str | None = None
+
+    @property
+    def result(self) -> RunResult:
+        if self._result is None:
+            raise RuntimeError("the run has not paused or ended yet: iterate the stream to its end first")
+        return self._result
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        if self._events is None:
+            self._events = self._drive()
+        return self._events
+
+    def __next__(self) -> StreamEvent:
+        return next(iter(self))
+
+    def __enter__(self) -> RemoteStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def interrupt(self) -> None:
+        """Stop reading: the connection is closed (the run itself goes on; :meth:`close` cancels it)."""
+        response = self._response
+        if response is not None:
+            response.close()
+
+    def close(self) -> None:
+        """Before the run paused or ended: cancel it (its text so far kept, marked partial); then close the connection."""
+        if not self._ended and self.run_id is not None:
+            self._ended = True
+            try:
+                self._agent.cancel_run(self.run_id)
+            except OmnisyncError:  # it ended meanwhile, or the server is gone: nothing to stop
+                pass
+        self.interrupt()
+
+    def _drive(self) -> Iterator[StreamEvent]:
+        last_id: str | None = None
+        reconnects = 0
+        opener: Callable[[], requests.Response] = self._open
+        while True:
+            self._response = _checked(opener())
+            try:
+                for wire in _server_events(self._response):
+                    last_id = wire.id or last_id
+                    event = event_from_wire(wire.event, json.loads(wire.data))
+                    self.run_id = self.run_id or run_id_of(event)
+                    if wire.event in ENDING_EVENTS:
+                        self._ended = True
+                    if isinstance(event, (RunPaused, RunFinished)):
+                        self._result = event.result
+                    yield event
+                    if isinstance(event, RunFailed):
+                        raise event.error
+                    if self._ended:
+                        return
+            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+                if self._ended or self.run_id is None or reconnects >= RECONNECTS:
+                    raise RemoteError(f"the event stream from {self._agent.base_url} broke: {exc}", status_code=0) from exc
+            finally:
+                self._response.close()
+            if self.run_id is None or reconnects >= RECONNECTS:
+                raise RemoteError(f"the event stream from {self._agent.base_url} ended before the run paused or ended", status_code=0)
+            reconnects += 1
+            opener = self._reopen(self.run_id, last_id)
+
+    def _reopen(self, run_id: str, last_id: str | None) -> Callable[[], requests.Response]:
+        headers = {"Accept": "text/event-stream", **({"Last-Event-ID": last_id} if last_id else {})}
+        return lambda: self._agent._send("GET", self._agent._run_path(run_id, "events"), stream=True, headers=headers)
+
+
+def _server_events(response: requests.Response) -> Iterator[Any]:
+    parser = EventParser()
+    for chunk in response.iter_content(chunk_size=None):
+        yield from parser.feed(chunk)
+
+
+def _checked(response: requests.Response) -> requests.Response:
+    if response.status_code < 400:
+        return response
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    response.close()
+    error = body.get("error") if isinstance(body, dict) else body
+    raise error_from_wire(error, response.status_code)
+
+
+def _segment(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value or "/" in value:
+        raise ConfigurationError(f"{what} must be a non-empty string without '/' to be used over HTTP, not {value!r}")
+    return quote(value, safe="")

@@ -1,0 +1,401 @@
+"""The Starlette app: an agent's sessions and runs over JSON and server-sent events.
+
+    GET    /healthz                                       the process is up
+    GET    /readyz                                        every agent's store answers
+    GET    /agents                                        the agents this token may use
+    POST   /agents/{agent}/sessions/{session}/runs        start a run (JSON, or SSE with Accept: text/event-stream)
+    GET    /agents/{agent}/sessions                       sessions, a page at a time
+    GET    /agents/{agent}/sessions/{session}/messages    a session's history
+    DELETE /agents/{agent}/sessions/{session}             forget a session
+    GET    /agents/{agent}/runs                           runs (?status=&session=), a page at a time
+    GET    /agents/{agent}/runs/{run_id}                  a run's record
+    GET    /agents/{agent}/runs/{run_id}/events           a run's events as SSE: replayed, then live
+    POST   /agents/{agent}/runs/{run_id}/approvals        decide on a tool call
+    POST   /agents/{agent}/runs/{run_id}/budget           raise a paused run's limits
+    POST   /agents/{agent}/runs/{run_id}/resume           resume (JSON or SSE)
+    POST   /agents/{agent}/runs/{run_id}/cancel           stop a run
+
+Every method is the agent's own, awaited through omnisync.aio; runs are driven by
+:class:`~omnisync.serve.runs.RunHub`, apart from the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .. import aio
+from .._aio_pool import call as in_thread
+from .._logging import logger
+from ..errors import OmnisyncError, RunConflictError
+from ..results import RunResult
+from ..run_record import PAUSED_STATUSES, RUNNING, RunRecord
+from ..runner import result_of
+from . import idempotency
+from .agents import Agents, served_agents
+from .auth import Tokens
+from .bodies import MAX_BODY_BYTES, HttpError, decode_cursor, encode_cursor, flag, only_params, page_size, read_json
+from .runs import Drive, RunHub
+from .wire import error_to_wire, http_status
+
+POLL_SECONDS = 0.5
+READY_TIMEOUT_SECONDS = 5.0
+SHUTDOWN_GRACE_SECONDS = 30.0
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+Handler = Callable[[Request], Awaitable[Response]]
+SseEvent = tuple[str, str, dict[str, Any]] | None  # (id, event name, data), or None for a keep-alive
+
+
+def create_app(
+    agents: Agents,
+    *,
+    tokens: Mapping[str, Collection[str]] | None = None,
+    cors_origins: Iterable[str] = (),
+    max_body_bytes: int = MAX_BODY_BYTES,
+    shutdown_grace: float = SHUTDOWN_GRACE_SECONDS,
+) -> Starlette:
+    """A Starlette app serving ``agents`` (one, a list, or ``{name: agent}``).
+
+    ``tokens`` maps each bearer token to the agent names it may use (``"*"`` for all); None
+    leaves the app open, for loopback only (``omnisync serve`` binds 127.0.0.1 then). CORS
+    stays closed unless ``cors_origins`` are given. At shutdown, runs under way get
+    ``shutdown_grace`` seconds to finish, then are stopped (cancelled, their text kept).
+    """
+    api = _Api(served_agents(agents), tokens, max_body_bytes)
+    cors = [str(origin) for origin in cors_origins]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await api.hub.close(shutdown_grace)
+
+    middleware = []
+    if cors:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=cors,
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"],
+            )
+        )
+    app = Starlette(
+        routes=api.routes(),
+        middleware=middleware,
+        exception_handlers={HTTPException: _http_exception},
+        lifespan=lifespan,
+    )
+    app.state.hub = api.hub
+    return app
+
+
+class _Api:
+    def __init__(self, agents: dict[str, aio.OmniCoreAgent], tokens: Mapping[str, Collection[str]] | None, max_body_bytes: int) -> None:
+        self.agents = agents
+        self.tokens = Tokens(tokens, agents) if tokens is not None else None
+        self.max_body = max_body_bytes
+        self.hub = RunHub()
+        self._starting: dict[tuple[str, str, str], Drive] = {}  # (agent, session, key) -> a drive whose key is not bound yet
+
+    def routes(self) -> list[Route]:
+        run = "/agents/{agent}/runs/{run_id}"
+        session = "/agents/{agent}/sessions/{session}"
+        table: list[tuple[str, str, Handler]] = [
+            ("GET", "/healthz", self.healthz),
+            ("GET", "/readyz", self.readyz),
+            ("GET", "/agents", self.list_agents),
+            ("POST", session + "/runs", self.start_run),
+            ("GET", "/agents/{agent}/sessions", self.list_sessions),
+            ("GET", session + "/messages", self.messages),
+            ("DELETE", session, self.clear_session),
+            ("GET", "/agents/{agent}/runs", self.list_runs),
+            ("GET", run, self.get_run),
+            ("GET", run + "/events", self.events),
+            ("POST", run + "/approvals", self.approve),
+            ("POST", run + "/budget", self.budget),
+            ("POST", run + "/resume", self.resume),
+            ("POST", run + "/cancel", self.cancel),
+        ]
+        return [Route(path, _guarded(handler), methods=[method]) for method, path, handler in table]
+
+    # --- who asks, for which agent ------------------------------------------------------
+
+    def _visible(self, request: Request) -> Collection[str]:
+        if self.tokens is None:
+            return self.agents.keys()
+        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+        agents = self.tokens.agents_for(presented.strip()) if scheme.lower() == "bearer" and presented.strip() else None
+        if agents is None:
+            raise HttpError(401, "Unauthorized", "send 'Authorization: Bearer TOKEN' with a token this server knows", {"WWW-Authenticate": "Bearer"})
+        return agents
+
+    def _agent(self, request: Request) -> tuple[str, aio.OmniCoreAgent]:
+        name = request.path_params["agent"]
+        if name not in self._visible(request) or name not in self.agents:
+            raise HttpError(404, "AgentNotFound", f"no agent {name!r} here (GET /agents lists the ones you may use)")
+        return name, self.agents[name]
+
+    # --- health ---------------------------------------------------------------------------
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(self, request: Request) -> Response:
+        try:
+            for agent in self.agents.values():
+                store = agent.blocking.memory_router.store
+                await asyncio.wait_for(in_thread(store.load_run, agent.name, "readiness-probe"), READY_TIMEOUT_SECONDS)
+        except Exception as exc:
+            reason = error_to_wire(exc) if isinstance(exc, OmnisyncError) else {"type": type(exc).__name__, "message": "the store did not answer"}
+            return JSONResponse({"status": "unavailable", "error": reason}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    async def list_agents(self, request: Request) -> Response:
+        visible = self._visible(request)
+        return JSONResponse({"agents": [name for name in self.agents if name in visible]})
+
+    # --- runs -----------------------------------------------------------------------------
+
+    async def start_run(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        session_id = request.path_params["session"]
+        body = await read_json(request, {"message": ((str,), True), "on_busy": ((str,), False)}, self.max_body)
+        message, on_busy = body["message"], body.get("on_busy", "wait")
+        key = request.headers.get("idempotency-key")
+        if key is None:
+            return await self._answer(request, self.hub.drive(name, agent.stream(message, session_id, on_busy)))
+        key = idempotency.check_key(key)
+        store = agent.blocking.memory_router.store
+        request_hash = idempotency.fingerprint({"message": message, "on_busy": on_busy})
+        try:
+            earlier_run = await in_thread(idempotency.reserve, store, agent.name, session_id, key, request_hash, agent.config.run_lease_seconds)
+        except RunConflictError:
+            starting = self._starting.get((name, session_id, key))
+            if starting is None:
+                raise
+            return await self._answer(request, starting, replay=True)
+        if earlier_run is not None:
+            return await self._existing(request, name, agent, earlier_run)
+
+        async def bind(run_id: str) -> None:
+            await in_thread(idempotency.bind, store, agent.name, session_id, key, run_id, agent.config.run_retention_days)
+
+        slot = (name, session_id, key)
+        try:
+            drive = self._starting[slot] = self.hub.drive(name, agent.stream(message, session_id, on_busy), on_start=bind)
+            await asyncio.shield(drive.started)
+        except Exception as exc:
+            await in_thread(idempotency.release, store, agent.name, session_id, key, str(exc), agent.config.run_retention_days)
+            raise
+        finally:
+            self._starting.pop(slot, None)
+        return await self._answer(request, drive)
+
+    async def resume(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        run_id = request.path_params["run_id"]
+        await read_json(request, {}, self.max_body)
+        self.hub.check_not_live(name, run_id)
+        return await self._answer(request, self.hub.drive(name, agent.resume_stream(run_id)))
+
+    async def _answer(self, request: Request, drive: Drive, replay: bool = False) -> Response:
+        """This drive's events as SSE (from its first, or the run's first with ``replay``), or its result as JSON."""
+        log, first = await asyncio.shield(drive.started)
+        if _wants_events(request):
+            return _sse(_numbered(log.follow(0 if replay else first - 1)))
+        try:
+            result = await asyncio.shield(drive.finished)
+        except OmnisyncError as exc:
+            return _error(http_status(exc), {"run_id": drive.run_id, **error_to_wire(exc)})
+        return JSONResponse(result)
+
+    async def _existing(self, request: Request, name: str, agent: aio.OmniCoreAgent, run_id: str) -> Response:
+        """What a retried POST gets: the run its key started, as events or as its result once it pauses or ends."""
+        if _wants_events(request):
+            return self._events_of(name, agent, run_id, after=0)
+        drive = self.hub.live(name, run_id)
+        if drive is not None:
+            return await self._answer(request, drive)
+        return JSONResponse(result_of(RunRecord.from_record(dict(await _settled(agent, run_id)))))
+
+    async def get_run(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        only_params(request)
+        return JSONResponse(await agent.get_run(request.path_params["run_id"]))
+
+    async def list_runs(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        only_params(request, "status", "session", "limit", "cursor")
+        limit, after = page_size(request), decode_cursor(request)
+        records = await agent.list_runs(status=request.query_params.get("status"), session_id=request.query_params.get("session"))
+        ordered = sorted(records, key=lambda r: [r["created_at"] or "", r["run_id"]])
+        if after is not None:
+            ordered = [r for r in ordered if [r["created_at"] or "", r["run_id"]] > after]
+        page = ordered[:limit]
+        more = len(ordered) > limit
+        return JSONResponse({"runs": page, "next_cursor": encode_cursor([page[-1]["created_at"] or "", page[-1]["run_id"]]) if more else None})
+
+    async def events(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        only_params(request, "after")
+        run_id = request.path_params["run_id"]
+        await agent.get_run(run_id)  # 404 for a run this agent does not have
+        after = request.headers.get("last-event-id", request.query_params.get("after", "0"))
+        if after != FINAL and not (after.isdigit() and len(after) < 12):
+            raise HttpError(400, "BadLastEventId", f"Last-Event-ID (or ?after=) must be an event id this server sent, not {after[:40]!r}")
+        if after == FINAL:
+            return _sse(_nothing())
+        return self._events_of(name, agent, run_id, int(after))
+
+    def _events_of(self, name: str, agent: aio.OmniCoreAgent, run_id: str, after: int) -> Response:
+        log = self.hub.log(name, run_id)
+        if log is not None:
+            return _sse(_numbered(log.follow(after)))
+        return _sse(_final_event(agent, run_id))
+
+    async def approve(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        body = await read_json(request, {"call_id": ((str,), True), "approved": ((bool,), True), "reason": ((str, type(None)), False)}, self.max_body)
+        result = await agent.resolve_approval(request.path_params["run_id"], body["call_id"], body["approved"], body.get("reason"))
+        return JSONResponse(result)
+
+    async def budget(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        fields = {key: ((int,), False) for key in ("extra_tool_calls", "extra_tokens", "extra_steps")}
+        body = await read_json(request, fields, self.max_body)
+        return JSONResponse(await agent.grant_budget(request.path_params["run_id"], **body))
+
+    async def cancel(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        body = await read_json(request, {"reason": ((str, type(None)), False)}, self.max_body)
+        run_id = request.path_params["run_id"]
+        drive = self.hub.live(name, run_id)
+        if drive is None:
+            return JSONResponse(await agent.cancel_run(run_id, body.get("reason")))
+        drive.interrupt()  # the run keeps its reply so far, marked partial, and ends cancelled
+        try:
+            result: RunResult = await asyncio.shield(drive.finished)
+        except OmnisyncError:  # it failed before it saw the interruption; its record says so
+            result = result_of(RunRecord.from_record(dict(await agent.get_run(run_id))))
+        return JSONResponse(result)
+
+    # --- sessions -------------------------------------------------------------------------
+
+    async def list_sessions(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        only_params(request, "limit", "cursor")
+        limit, after = page_size(request), decode_cursor(request)
+        store = agent.blocking.memory_router.store
+        infos = sorted(await in_thread(store.sessions, agent.name), key=lambda s: s.session_id)
+        if after is not None:
+            infos = [s for s in infos if [s.session_id] > after]
+        page = infos[:limit]
+        sessions = [
+            {"session_id": s.session_id, "message_count": s.message_count, "last_activity": s.last_activity.isoformat() if s.last_activity else None}
+            for s in page
+        ]
+        return JSONResponse({"sessions": sessions, "next_cursor": encode_cursor([page[-1].session_id]) if len(infos) > limit else None})
+
+    async def messages(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        only_params(request, "include_inactive")
+        history = await agent.get_session_history(request.path_params["session"], include_inactive=flag(request, "include_inactive"))
+        return JSONResponse({"messages": history})
+
+    async def clear_session(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        only_params(request)
+        return JSONResponse({"deleted": await agent.clear_session_history(request.path_params["session"])})
+
+
+FINAL = "final"  # the id of the one event a run not driven here gets: its end, from its record
+
+
+def _wants_events(request: Request) -> bool:
+    return "text/event-stream" in request.headers.get("accept", "")
+
+
+async def _settled(agent: aio.OmniCoreAgent, run_id: str) -> dict[str, Any]:
+    """The run's record once it is not running (another process drives it), or once its lease ran out."""
+    while True:
+        record: dict[str, Any] = dict(await agent.get_run(run_id))
+        lease = record.get("lease_until")
+        if record["status"] != RUNNING or (lease and datetime.fromisoformat(lease) < datetime.now(timezone.utc)):
+            return record
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def _final_event(agent: aio.OmniCoreAgent, run_id: str) -> AsyncIterator[SseEvent]:
+    record = asyncio.ensure_future(_settled(agent, run_id))
+    try:
+        while not record.done():
+            done, _ = await asyncio.wait([record], timeout=15)
+            if not done:
+                yield None
+        result = result_of(RunRecord.from_record(record.result()))
+    finally:
+        record.cancel()
+    yield FINAL, "run_paused" if result["status"] in PAUSED_STATUSES else "run_finished", {"run_id": run_id, "result": result}
+
+
+async def _numbered(events: AsyncIterator[Any]) -> AsyncIterator[SseEvent]:
+    async for event in events:
+        yield None if event is None else (str(event.id), event.name, event.data)
+
+
+async def _nothing() -> AsyncIterator[SseEvent]:
+    return
+    yield
+
+
+def _sse(events: AsyncIterator[SseEvent]) -> StreamingResponse:
+    async def body() -> AsyncIterator[bytes]:
+        async for event in events:
+            if event is None:
+                yield b": keep-alive\n\n"
+                continue
+            id_, name, data = event
+            yield f"id: {id_}\nevent: {name}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+    return StreamingResponse(body(), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def _guarded(handler: Handler) -> Handler:
+    """Errors become JSON: ours with their status, omnisync's by class, anything else a 500 that says nothing inside."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except HttpError as exc:
+            return _error(exc.status, {"type": exc.type, "message": str(exc)}, exc.headers)
+        except OmnisyncError as exc:
+            return _error(http_status(exc), error_to_wire(exc))
+        except Exception as exc:
+            logger.exception("%s %s failed", request.method, request.url.path)
+            return _error(500, error_to_wire(exc))
+
+    return endpoint
+
+
+def _error(status: int, error: dict[str, Any], headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": error}, status_code=status, headers=dict(headers) if headers else None)
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(exc.status_code, "HTTPError")
+    message = "no such route: see GET /agents and the routes in the README" if exc.status_code == 404 else str(exc.detail)
+    return _error(exc.status_code, {"type": kind, "message": message}, exc.headers)

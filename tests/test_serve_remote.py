@@ -1,0 +1,153 @@
+"""One scenario, two agents: a local OmniCoreAgent and a RemoteAgent of a served one behave alike.
+
+The server is uvicorn on a loopback port; the model is cassettes/scripted_model.py, served on
+another (``use tool({...})`` asks for a tool call, anything else is echoed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from serve_servers import scripted_model_server, uvicorn_server
+from tool_agents import SYSTEM, counting_tools
+
+from omnisync import OmniCoreAgent, aio
+from omnisync.errors import ConfigurationError, RunNotFoundError, RunStateError, SessionBusyError
+from omnisync.remote import RemoteAgent
+from omnisync.run_events import RunFinished, RunPaused, TextDelta, ToolCall, ToolResult
+from omnisync.serve import create_app
+
+
+@pytest.fixture(scope="module")
+def model_url():
+    with scripted_model_server() as url:
+        yield url
+
+
+def make_agent(model_url: str) -> OmniCoreAgent:
+    return OmniCoreAgent(
+        name="assistant",
+        system_instruction=SYSTEM,
+        model_config={"model": "gpt-5.4-mini", "base_url": model_url, "api_key": "test", "max_retries": 0},
+        agent_config={"budget": {"max_tool_calls": 2}},
+        local_tools=counting_tools(),
+    )
+
+
+@pytest.fixture(params=["local", "remote"])
+def agent(request, model_url):
+    local = make_agent(model_url)
+    if request.param == "local":
+        yield local
+    else:
+        with uvicorn_server(create_app(local)) as base, RemoteAgent(base, agent="assistant") as remote:
+            yield remote
+    local.cleanup()
+
+
+def test_a_run_answers_and_is_remembered(agent):
+    result = agent.run("hello there", session_id="s1")
+    assert (result["response"], result["status"], result["session_id"]) == ("echo: hello there", "completed", "s1")
+    assert agent.get_session_history("s1") == [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "echo: hello there"}]
+    assert agent.get_run(result["run_id"])["status"] == "completed"
+
+
+def test_a_run_without_a_session_gets_a_new_one(agent):
+    first, second = agent.run("one"), agent.run("two")
+    assert first["session_id"] != second["session_id"]
+    assert len(agent.get_session_history(second["session_id"])) == 2
+
+
+def test_a_stream_yields_the_text_then_the_result(agent):
+    with agent.stream("tell me a longer story please", session_id="s2") as stream:
+        events = list(stream)
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text == "echo: tell me a longer story please"
+    assert len([e for e in events if isinstance(e, TextDelta)]) > 1
+    assert isinstance(events[-1], RunFinished) and events[-1].result == stream.result
+    assert stream.result["response"] == text
+
+
+def test_an_approval_pauses_the_run_until_a_decision_and_a_resume(agent):
+    paused = agent.run('use delete_file({"path": "/tmp/x"})', session_id="s3")
+    assert paused["status"] == "awaiting_approval"
+    call = paused["approvals"][0]
+    assert call["tool"] == "delete_file"
+    with pytest.raises(SessionBusyError) as busy:
+        agent.run("anyone there?", session_id="s3", on_busy="raise")
+    assert busy.value.paused and busy.value.run_id == paused["run_id"]
+    with pytest.raises(RunStateError):
+        agent.resume(paused["run_id"])  # no decision yet
+    agent.resolve_approval(paused["run_id"], call["id"], approved=True, reason="fine")
+    done = agent.resume(paused["run_id"])
+    assert (done["status"], done["response"]) == ("completed", "Done: deleted /tmp/x")
+    with pytest.raises(RunStateError):
+        agent.resume(paused["run_id"])
+
+
+def test_a_denied_call_is_streamed_on_resume(agent):
+    paused = agent.run('use delete_file({"path": "/etc"})', session_id="s4")
+    agent.resolve_approval(paused["run_id"], paused["approvals"][0]["id"], approved=False, reason="no")
+    events = list(agent.resume_stream(paused["run_id"]))
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert len(results) == 1 and "deleted" not in results[0].content
+    assert isinstance(events[-1], RunFinished) and events[-1].result["status"] == "completed"
+
+
+def test_a_budget_pauses_the_run_until_it_is_raised(agent):
+    ask = " ".join(f'use lookup({{"city": "c{n}"}})' for n in range(3))
+    paused = agent.run(ask, session_id="s5")
+    assert paused["status"] == "awaiting_budget" and paused["budget_request"]["limit"] == "max_tool_calls"
+    agent.grant_budget(paused["run_id"], extra_tool_calls=5)
+    done = agent.resume(paused["run_id"])
+    assert done["status"] == "completed" and "sunny in c2" in done["response"]
+
+
+def test_a_paused_run_streams_its_call_and_pause(agent):
+    events = list(agent.stream('use delete_file({"path": "/a"})', session_id="s6"))
+    assert [type(e) for e in events] == [ToolCall, RunPaused]
+    cancelled = agent.cancel_run(events[-1].result["run_id"], reason="changed my mind")
+    assert cancelled["status"] == "cancelled"
+    assert agent.run("again", session_id="s6")["status"] == "completed"  # the session is free
+
+
+def test_runs_are_listed_by_status_and_session(agent):
+    agent.run("a", session_id="s7")
+    paused = agent.run('use delete_file({"path": "/b"})', session_id="s7")
+    agent.run("c", session_id="s8")
+    assert [r["status"] for r in agent.list_runs(session_id="s7")] == ["completed", "awaiting_approval"]
+    assert [r["run_id"] for r in agent.list_runs(status="awaiting_approval")] == [paused["run_id"]]
+
+
+def test_errors_are_the_same_classes(agent):
+    with pytest.raises(RunNotFoundError):
+        agent.get_run("run_nothing_here")
+    with pytest.raises(ConfigurationError):
+        agent.run(42, session_id="s9")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        agent.run("hi", session_id="s9", on_busy="sometimes")
+    with pytest.raises(ConfigurationError):
+        agent.list_runs(status="sleeping")
+
+
+def test_clearing_a_session_forgets_it(agent):
+    agent.run("remember me", session_id="s10")
+    assert agent.clear_session_history("s10") == 2
+    assert agent.get_session_history("s10") == []
+
+
+def test_the_async_twins_run_and_stream_alike(model_url):
+    local = make_agent(model_url)
+
+    async def scenario(twin):
+        result = await twin.run("async hello", session_id="a1")
+        events = [event async for event in twin.stream("async stream", session_id="a1")]
+        history = await twin.get_session_history("a1")
+        return result["response"], "".join(e.text for e in events if isinstance(e, TextDelta)), len(history)
+
+    with uvicorn_server(create_app(local)) as base:
+        remote = asyncio.run(scenario(aio.RemoteAgent(base, token=None)))
+    alone = asyncio.run(scenario(aio.OmniCoreAgent(name="solo", system_instruction=SYSTEM, model_config=local.model_config)))
+    assert remote == alone == ("echo: async hello", "echo: async stream", 4)
+    local.cleanup()
