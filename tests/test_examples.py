@@ -87,3 +87,15 @@ def test_the_streamed_example_prints_the_answer_as_recorded_from_a_real_server_a
     roles = [line.split(" | ")[0] for line in output.splitlines() if " | " in line]
     assert roles[-4:] == ["user", "assistant", "user", "assistant"]
     assert run_example("aio_stream.py", "recorded/stream.yaml") == output
+
+
+def test_a_tool_run_against_llama_cpps_server_is_accepted_at_every_step():
+    """Recorded from llama-cpp-python's server (chatml-function-calling): each request after a
+    tool call carries the call with content "" (that server refuses null) and was answered 200.
+    Its template drops tool results, so the small model calls again until max_steps."""
+    lines = run_example("tools.py", "recorded/tools.yaml").splitlines()
+    assert lines[0] == "run 1: failed | stopped after max_steps=3 model calls without a final answer"
+    assert lines[1].startswith("run 2: completed | ")
+    history = [line.split(" | ")[0] for line in lines[2:]]
+    assert history == ["user"] + ["assistant", "tool"] * 3 + ["user", "assistant"]
+    assert lines[3] == 'assistant | add({"x": 2, "y": 3})' and lines[4] == "tool | 5"

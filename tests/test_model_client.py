@@ -238,3 +238,16 @@ def test_the_timeout_comes_from_the_config_then_omnisync_model_timeout(monkeypat
         ModelConfig.from_dict(LOCAL)
     monkeypatch.delenv("OMNISYNC_MODEL_TIMEOUT")
     assert ModelConfig.from_dict(LOCAL).timeout == 60.0
+
+
+def test_an_assistant_message_of_tool_calls_alone_is_sent_with_empty_content_not_null():
+    from omnisync.model.client import ChatClient
+    from omnisync.model.config import ModelConfig
+
+    client = ChatClient(ModelConfig.from_dict({"model": "m", "base_url": "http://127.0.0.1:9/v1"}))
+    call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}
+    stored = [{"role": "assistant", "content": None, "tool_calls": [call]}, {"role": "assistant", "content": None}]
+    body = client.request_body(stored)
+    assert body["messages"][0] == {"role": "assistant", "content": "", "tool_calls": [call]}
+    assert body["messages"][1] == {"role": "assistant", "content": None}  # no calls: left as it is
+    assert stored[0]["content"] is None  # what the caller passed is not changed

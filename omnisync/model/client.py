@@ -125,7 +125,7 @@ class ChatClient:
         **overrides: Any,
     ) -> dict[str, Any]:
         """The JSON body: ``sampling`` (the config's sampling options when None), then ``overrides`` that are not None."""
-        body: dict[str, Any] = {"model": self.config.model, "messages": list(messages)}
+        body: dict[str, Any] = {"model": self.config.model, "messages": [_sendable(m) for m in messages]}
         body.update(self.config.sampling if sampling is None else sampling)
         body.update({k: v for k, v in overrides.items() if v is not None})
         if tools:
@@ -354,3 +354,13 @@ def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
     if arguments is not None and not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)
     return {"id": call["id"], "type": call.get("type", "function"), "function": {"name": function["name"], "arguments": arguments or "{}"}}
+
+
+def _sendable(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` in a form every server takes: an assistant message of tool calls alone
+    carries content ``""``, not null. OpenAI's schema allows both; llama.cpp's server (and
+    others validating with a plain string type) refuses null."""
+    if message.get("role") == "assistant" and message.get("tool_calls") and message.get("content") is None:
+        return {**message, "content": ""}
+    return message
+
