@@ -306,11 +306,10 @@ def take_session(store: MemoryStore, agent: str, session_id: str, run_id: str, *
     taken it but not yet saved its own record still holds it.
     """
     now = utcnow()
-    lease = store.load_run(agent, session_lease_id(session_id))
+    lease, holder = store.load_lease(agent, session_lease_id(session_id))
     if lease is not None and lease.lease_owner == run_id:
         return None
     if lease is not None and lease.lease_owner is not None:
-        holder = store.load_run(agent, lease.lease_owner)
         if holder is None:
             if lease.lease_until and lease.lease_until > now:
                 raise SessionBusyError(

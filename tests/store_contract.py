@@ -303,6 +303,19 @@ class StoreContract:
         assert {r.run_id for r in store.list_runs(AGENT)} == {"new-done", "paused"}
         assert store.load_run("other", "theirs") is not None
 
+    def test_a_lease_is_read_with_the_run_it_names_as_holder(self, store):
+        assert store.load_lease(AGENT, "lease") == (None, None)
+        free = store.save_run(self._run("lease"), None)
+        assert store.load_lease(AGENT, "lease") == (free, None)
+        held = store.save_run(free.evolve(lease_owner="holder"), free.version)
+        assert store.load_lease(AGENT, "lease") == (held, None)  # its holder has no record yet
+        holder = store.save_run(self._run("holder"), None)
+        assert store.load_lease(AGENT, "lease") == (held, holder)
+        theirs = RunRecord(run_id="holder", agent="other", session_id="s", created_at=utcnow())
+        store.save_run(theirs, None)
+        assert store.load_lease(AGENT, "lease")[1] == holder  # never another agent's run of that id
+        assert store.load_lease("other", "lease") == (None, None)
+
     def test_clearing_history_keeps_run_records(self, store):
         store.append(AGENT, "s", [user("x")])
         store.save_run(self._run(), None)

@@ -113,6 +113,13 @@ class MemoryStore(ABC):
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
         """The run record, or None if there is none."""
 
+    def load_lease(self, agent: str, run_id: str) -> tuple[RunRecord | None, RunRecord | None]:
+        """A lease record and the record of the run it names as holder (``lease_owner``), each
+        or None. Every run reads its session's lease this way: a store that can, reads both at once."""
+        lease = self.load_run(agent, run_id)
+        holder = self.load_run(agent, lease.lease_owner) if lease is not None and lease.lease_owner else None
+        return lease, holder
+
     @abstractmethod
     def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
         """This agent's run records, oldest first, optionally of one status or session."""

@@ -187,6 +187,14 @@ return 1
 
 # KEYS: run index; ARGV: record key stem ("P:a:A:run:"), "1" to filter on status, status,
 #       "1" to filter on session, session. Drops index entries whose record has expired.
+_LOAD_LEASE = """
+local lease = redis.call('HGET', KEYS[1], 'data')
+if not lease then return {false, false} end
+local owner = cjson.decode(lease)['lease_owner']
+if type(owner) ~= 'string' then return {lease, false} end
+local hex = (owner:gsub('.', function(c) return string.format('%02x', string.byte(c)) end))
+return {lease, redis.call('HGET', ARGV[1] .. hex, 'data')}
+"""
 _LIST_RUNS = """
 local found = {}
 for _, token in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
@@ -247,6 +255,7 @@ class RedisStore(MemoryStore):
         self._history = client.register_script(_HISTORY)
         self._save_run = client.register_script(_SAVE_RUN)
         self._list_runs = client.register_script(_LIST_RUNS)
+        self._load_lease = client.register_script(_LOAD_LEASE)
         self._prune_runs = client.register_script(_PRUNE_RUNS)
 
     @classmethod
@@ -450,6 +459,16 @@ class RedisStore(MemoryStore):
         with self._errors():
             data = self.client.hget(f"{self._agent_stem(agent)}:run:{_token(run_id)}", "data")
         return RunRecord.from_json(data) if data is not None else None
+
+    def load_lease(self, agent: str, run_id: str) -> tuple[RunRecord | None, RunRecord | None]:
+        """One script: the lease, and the run its JSON names as holder (a run record of the same agent, so the same slot)."""
+        stem = self._agent_stem(agent)
+        with self._errors():
+            lease, holder = self._load_lease(keys=[f"{stem}:run:{_token(run_id)}"], args=[f"{stem}:run:"])
+        return (
+            RunRecord.from_json(lease) if lease is not None else None,
+            RunRecord.from_json(holder) if holder is not None else None,
+        )
 
     def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
         stem = self._agent_stem(agent)

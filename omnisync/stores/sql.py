@@ -129,6 +129,7 @@ class SQLStore(MemoryStore):
                 "use a sqlite:/// or postgresql:// URL (or another kind of store: redis, mongodb)."
             )
         self._upsert_counter = UPSERT_COUNTER[dialect]
+        self._load_lease = _load_lease_statement(dialect)
         self._is_postgres = dialect == "postgresql"
         # One shared connection (in-memory SQLite) must not interleave two transactions.
         self._serial = threading.RLock() if isinstance(self.engine.pool, StaticPool) else None
@@ -195,10 +196,23 @@ class SQLStore(MemoryStore):
         check_serializable(messages)
         if not messages:
             return []
+        if self._is_postgres:
+            return self._append_in_one_statement(agent, session_id, messages)
         counter = counter_params(agent, session_id, len(messages))
         with self._tx(write=True) as conn:
             written, rows = place_messages(agent, session_id, messages, int(conn.execute(self._upsert_counter, counter).scalar_one()))
             conn.execute(INSERT_MESSAGE, rows)
+        return written
+
+    def _append_in_one_statement(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        """PostgreSQL: the counter's upsert and the rows' insert as one statement (the upsert a
+        data-modifying CTE the insert reads), atomic on its own: one round trip, not four."""
+        now = utcnow()
+        _, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
+        step = SEQ_STEP * len(messages)
+        with self._statement(write=True) as conn:
+            seqs = conn.execute(_append_statement(agent, session_id, rows, step, _micros(now))).scalars().all()
+        written, _ = place_messages(agent, session_id, messages, max(seqs), now)
         return written
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
@@ -296,6 +310,14 @@ class SQLStore(MemoryStore):
             data = conn.execute(LOAD_RUN, {"agent": agent, "run_id": run_id}).scalar()
         return RunRecord.from_json(data) if data is not None else None
 
+    def load_lease(self, agent: str, run_id: str) -> tuple[RunRecord | None, RunRecord | None]:
+        """One SELECT: the lease joined to the run its JSON names as holder."""
+        with self._statement() as conn:
+            row = conn.execute(self._load_lease, {"agent": agent, "run_id": run_id}).first()
+        if row is None:
+            return None, None
+        return RunRecord.from_json(row[0]), RunRecord.from_json(row[1]) if row[1] is not None else None
+
     def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
         table = schema.runs
         query = sa.select(table.c.data).where(table.c.agent == agent).order_by(table.c.created_at, table.c.run_id)
@@ -330,13 +352,48 @@ def counter_params(agent: str, session_id: str, count: int) -> dict[str, Any]:
 
 
 def place_messages(
-    agent: str, session_id: str, messages: Sequence[Message], last_seq: int
+    agent: str, session_id: str, messages: Sequence[Message], last_seq: int, now: datetime | None = None
 ) -> tuple[list[Message], list[dict[str, Any]]]:
-    """The messages as written, numbered up to ``last_seq``, and their rows."""
-    now = utcnow()
+    """The messages as written at ``now``, numbered up to ``last_seq``, and their rows."""
+    now = now or utcnow()
     first = last_seq - SEQ_STEP * (len(messages) - 1)
     written = [m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now) for i, m in enumerate(messages)]
     return written, [message_row(m) for m in written]
+
+
+_APPENDED = ("role", "content", "tool_calls", "tool_call_id", "name", "status", "run_id", "tokens", "created_at_us", "metadata")
+
+
+def _append_statement(agent: str, session_id: str, rows: Sequence[dict[str, Any]], step: int, now_us: int) -> Any:
+    """PostgreSQL's one-statement append: rows numbered relative to the counter's new value."""
+    table, messages = schema.sessions, schema.messages
+    counter = (
+        _postgresql.insert(table)
+        .values(agent=agent, session_id=session_id, last_seq=step, updated_at_us=now_us)
+        .on_conflict_do_update(index_elements=["agent", "session_id"], set_={"last_seq": table.c.last_seq + step, "updated_at_us": now_us})
+        .returning(table.c.last_seq)
+        .cte("counter")
+    )
+    given = sa.values(
+        sa.column("seq", sa.Integer), *(sa.column(name, messages.c[name].type) for name in _APPENDED), name="given"
+    ).data([tuple(row[name] for name in ("seq", *_APPENDED)) for row in rows])
+    placed = sa.select(
+        sa.literal(agent, sa.String), sa.literal(session_id, sa.String), counter.c.last_seq + given.c.seq, *(given.c[name] for name in _APPENDED)
+    ).select_from(counter.join(given, sa.true()))
+    return messages.insert().from_select(["agent", "session_id", "seq", *_APPENDED], placed).returning(messages.c.seq).add_cte(counter)
+
+
+def _load_lease_statement(dialect: str) -> Any:
+    lease, holder = schema.runs.alias("lease"), schema.runs.alias("holder")
+    if dialect == "postgresql":
+        owner: Any = sa.cast(lease.c.data, _postgresql.JSONB)["lease_owner"].astext
+    else:
+        owner = sa.func.json_extract(lease.c.data, "$.lease_owner")
+    return (
+        sa.select(lease.c.data, holder.c.data)
+        .select_from(lease.outerjoin(holder, (holder.c.agent == lease.c.agent) & (holder.c.run_id == owner)))
+        .where(lease.c.agent == sa.bindparam("agent"), lease.c.run_id == sa.bindparam("run_id"))
+    )
 
 
 def run_values(saved: RunRecord) -> dict[str, Any]:

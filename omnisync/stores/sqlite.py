@@ -72,6 +72,7 @@ class SQLiteStore(SQLStore):
         self._insert_run = Prepared(INSERT_RUN, self)
         self._update_run = Prepared(UPDATE_RUN, self)
         self._load_run = Prepared(LOAD_RUN, self)
+        self._load_lease_sql = Prepared(self._load_lease, self)
         # A file we opened gets a connection per thread, kept: checking one out of the pool
         # costs about a third of a window load. Memory (one shared connection) and a user's
         # engine (whose connect arguments we cannot see) go through the pool.
@@ -126,6 +127,13 @@ class SQLiteStore(SQLStore):
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
         rows = self._read(self._load_run.sql, self._load_run.args({"agent": agent, "run_id": run_id}))
         return RunRecord.from_json(rows[0][0]) if rows else None
+
+    def load_lease(self, agent: str, run_id: str) -> tuple[RunRecord | None, RunRecord | None]:
+        rows = self._read(self._load_lease_sql.sql, self._load_lease_sql.args({"agent": agent, "run_id": run_id}))
+        if not rows:
+            return None, None
+        lease, holder = rows[0]
+        return RunRecord.from_json(lease), RunRecord.from_json(holder) if holder is not None else None
 
     def close(self) -> None:
         if self._threads is not None:
