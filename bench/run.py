@@ -677,8 +677,8 @@ def report(results: list[dict[str, Any]], lengths: list[int], meta: dict[str, An
 
 
 def _services_env() -> None:
-    """Fill REDIS_URL, DATABASE_URL_POSTGRES and MONGODB_URI from scripts/services.sh env if unset."""
-    wanted = ("REDIS_URL", "DATABASE_URL_POSTGRES", "MONGODB_URI")
+    """Fill the servers' URLs (REDIS_URL, DATABASE_URL_POSTGRES, ...) from scripts/services.sh env if unset."""
+    wanted = ("REDIS_URL", "REDIS_CLUSTER_URL", "DATABASE_URL_POSTGRES", "DATABASE_URL_PGBOUNCER", "MONGODB_URI")
     if all(os.environ.get(k) for k in wanted):
         return
     script = os.path.join(ROOT, "scripts", "services.sh")
