@@ -43,7 +43,7 @@ def check_postgres(report: Report, url: str, timeout: float) -> None:
             version = str(conn.exec_driver_sql("SHOW server_version").scalar())
             judge_version(report, "PostgreSQL", version, POSTGRES_FLOOR, POSTGRES_NEEDS, "15")
             judge_latency(report, "postgresql", lambda: conn.exec_driver_sql("SELECT 1").scalar())
-            judge_clock(report, {"server": clock_offset_s(lambda: conn.exec_driver_sql("SELECT clock_timestamp()").scalar())})
+            judge_clock(report, {"server": clock_offset_s(lambda: conn.exec_driver_sql("SELECT clock_timestamp()").scalar_one())})
     finally:
         engine.dispose()
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from .. import _env
 from ..errors import StoreError
@@ -41,7 +42,8 @@ def check_redis(report: Report, url: str, timeout: float) -> None:
         if store.cluster:
             report.add("reachable", OK, f"connected to the Redis Cluster through {where}")
         else:
-            report.add("reachable", OK, f"connected to {where}, database {store.client.connection_pool.connection_kwargs.get('db', 0)}")
+            database = cast(Any, store.client).connection_pool.connection_kwargs.get("db", 0)
+            report.add("reachable", OK, f"connected to {where}, database {database}")
         if not store.cluster and info.get("redis_mode") == "cluster":
             report.add(
                 "topology",
@@ -61,9 +63,8 @@ def check_redis(report: Report, url: str, timeout: float) -> None:
         judge_version(report, "Redis", str(info.get("redis_version", "?")), REDIS_FLOOR, REDIS_NEEDS, "7.0")
         _judge_eviction(report, store, node)
         judge_latency(report, "redis", lambda: _call(store, node, "PING"))
-        nodes = store.client.get_primaries() if store.cluster else [None]
-        offsets = {_name(each): clock_offset_s(lambda each=each: _redis_time(_call(store, each, "TIME"))) for each in nodes}
-        judge_clock(report, offsets)
+        nodes: list[Any] = cast(Any, store.client).get_primaries() if store.cluster else [None]
+        judge_clock(report, {_name(each): clock_offset_s(_time_of(store, each)) for each in nodes})
 
 
 def _one_node(store: Any) -> Any:
@@ -81,9 +82,12 @@ def _name(node: Any) -> str:
     return "server" if node is None else f"{node.host}:{node.port}"
 
 
-def _redis_time(answer: Any) -> datetime:
-    seconds, micros = (int(part) for part in answer)
-    return datetime.fromtimestamp(seconds + micros / 1e6, tz=timezone.utc)
+def _time_of(store: Any, node: Any) -> Callable[[], datetime]:
+    def read() -> datetime:
+        seconds, micros = (int(part) for part in _call(store, node, "TIME"))
+        return datetime.fromtimestamp(seconds + micros / 1e6, tz=timezone.utc)
+
+    return read
 
 
 def _judge_keys(report: Report, store: Any) -> None:
