@@ -131,7 +131,7 @@ def _connection_options(with_store: bool) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import preview, runs, serve, show, transfer
+    from . import doctor, preview, runs, serve, show, transfer
 
     store_options = _connection_options(with_store=True)
     parser = argparse.ArgumentParser(
@@ -202,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--system", default="", metavar="TEXT", help="the agent's system instruction")
     sub.add_argument("--memory-config", type=preview.memory_config, metavar="JSON", help='the agent\'s memory_config, e.g. \'{"value": 20}\'')
     sub.add_argument("--message", metavar="TEXT", help="a new user message, as the next run would add it")
+    _json(sub)
+
+    sub = command("doctor", doctor.doctor, doctor.HELP, opens_own_store=True)
     _json(sub)
 
     sub = command("serve", serve.serve, "serve agents over HTTP: sessions and runs as JSON and server-sent events", store=False, opens_own_store=True)
