@@ -126,7 +126,7 @@ def test_postgresql_direct_is_ok():
     assert statuses(checks)["server"] == "ok" and "PostgreSQL" in checks["server"][1]
     assert "a direct connection" in checks["topology"][1]
     assert f"schema version {sql_schema.SCHEMA_VERSION}, this omnisync's" in checks["schema"][1]
-    assert "a run makes about 10" in checks["latency"][1]
+    assert "a run makes about 6" in checks["latency"][1]
     assert ":***@" in output
 
 
@@ -246,7 +246,7 @@ def test_a_slow_round_trip_warns_with_its_cost_per_run(monkeypatch):
     report = Report("sql", "postgresql://x")
     judge_latency(report, "postgresql", lambda: None)
     (check,) = report.checks
-    assert check.status == WARN and "1000.00 ms a round trip" in check.detail and "10000.0 ms of each run" in check.detail
+    assert check.status == WARN and "1000.00 ms a round trip" in check.detail and "6000.0 ms of each run" in check.detail
 
 
 def test_a_server_older_than_the_floor_fails():

@@ -13,11 +13,10 @@ PINGS = 5
 SLOW_ROUND_TRIP_MS = 5.0
 CLOCK_SKEW_WARN_S = 1.0
 
-ROUND_TRIPS_PER_RUN = {"postgresql": 10, "redis": 7, "mongodb": 15}
-"""About what one ``run()`` of one model call sends to its store. PostgreSQL: the bound
-tests/test_postgres_round_trips.py holds. Redis and MongoDB: counted for this release on a
-run of the tests' echo agent (redis-py's packed sends, a pipeline being one; pymongo's
-command events less heartbeats), on one server and on the Redis Cluster alike."""
+ROUND_TRIPS_PER_RUN = {"postgresql": 6, "redis": 6, "mongodb": 15}
+"""About what one ``run()`` of one model call sends to its store: the bounds
+tests/test_round_trips.py holds (SQLAlchemy's statement events; redis-py's packed sends, a
+pipeline being one; pymongo's command events)."""
 
 
 def median_round_trip_ms(ping: Callable[[], object]) -> float:
