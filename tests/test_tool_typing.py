@@ -81,9 +81,29 @@ def newer_form(text):
 
 
 def pep604(text):
-    """Older mypy writes ``Union[a, b]`` where newer writes ``a | b``: compare in the newer form."""
-    item = r"[^\[\],]+(?:\[[^\[\]]*\])?"
-    return re.sub(rf"Union\[({item}(?:, {item})*)\]", lambda m: m.group(1).replace(", ", " | "), text)
+    """Older mypy writes ``Union[a, b]`` where newer writes ``a | b``: compare in the newer form
+    (nested unions too, and members holding brackets, braces or quoted commas)."""
+    while (start := text.find("Union[")) != -1:
+        depth, members, begun, index, quote = 0, [], start + len("Union["), start + len("Union["), ""
+        while True:
+            char = text[index]
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "'\"":
+                quote = char
+            elif char in "([{":
+                depth += 1
+            elif char in ")]}" and depth:
+                depth -= 1
+            elif char == "]":
+                members.append(text[begun:index])
+                break
+            elif char == "," and depth == 0:
+                members.append(text[begun:index])
+                begun = index + 2  # past ", "
+            index += 1
+        text = text[:start] + " | ".join(members) + text[index + 1 :]
+    return text
 
 
 def test_register_tool_keeps_the_functions_type(tmp_path):

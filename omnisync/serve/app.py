@@ -290,6 +290,8 @@ class _Api:
             result: RunResult = await asyncio.shield(drive.finished)
         except OmnisyncError:  # it failed before it saw the interruption; its record says so
             result = result_of(RunRecord.from_record(dict(await agent.get_run(run_id))))
+        if result["status"] in PAUSED_STATUSES:  # it paused before it saw the interruption: cancel the paused run
+            result = await agent.cancel_run(run_id, body.get("reason"))
         return JSONResponse(result)
 
     # --- sessions -------------------------------------------------------------------------

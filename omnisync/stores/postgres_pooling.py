@@ -27,11 +27,8 @@ from typing import Any
 
 from .._logging import logger
 
-try:
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine, URL
-except ImportError:  # pragma: no cover - sql.py names the missing extra first
-    pass
+from sqlalchemy import event  # imported by sql.py only, after it has named a missing extra
+from sqlalchemy.engine import URL, Engine
 
 _REFUSED = "unsupported startup parameter: options"
 

@@ -242,7 +242,7 @@ class RedisStore(MemoryStore):
         prefix = _env.redis_prefix() if prefix is None else prefix
         if not isinstance(prefix, str) or not prefix:
             raise ConfigurationError(f"The Redis key prefix must be a non-empty string, not {prefix!r}.")
-        self.cluster = isinstance(client, RedisCluster)
+        self.cluster: bool = isinstance(client, RedisCluster)
         if self.cluster and ("{" in prefix or "}" in prefix):
             raise ConfigurationError(
                 f"On a Redis Cluster the key prefix cannot hold {{ or }} (they would change which slot a key is in): {prefix!r}"

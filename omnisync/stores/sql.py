@@ -316,7 +316,8 @@ class SQLStore(MemoryStore):
             row = conn.execute(self._load_lease, {"agent": agent, "run_id": run_id}).first()
         if row is None:
             return None, None
-        return RunRecord.from_json(row[0]), RunRecord.from_json(row[1]) if row[1] is not None else None
+        lease, holder = tuple(row)
+        return RunRecord.from_json(lease), RunRecord.from_json(holder) if holder is not None else None
 
     def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
         table = schema.runs
@@ -464,9 +465,11 @@ def _ping_when_idle(engine: Engine) -> None:
         if since is None or time.monotonic() - since <= IDLE_BEFORE_PING:
             return
         try:
-            engine.dialect.do_ping(dbapi_connection)
+            alive = engine.dialect.do_ping(dbapi_connection)
         except Exception as exc:
             raise DisconnectionError(f"the pooled connection did not answer a ping: {exc}") from exc
+        if not alive:  # SQLAlchemy before 2.0.something answers False rather than raising
+            raise DisconnectionError("the pooled connection did not answer a ping")
 
 
 def _postgres_driver() -> str:
