@@ -196,6 +196,26 @@ def test_api_key_none_sends_no_authorization_even_with_openai_api_key_set(monkey
     assert http.headers[1]["Authorization"] == "Bearer openai-env-key-123"
 
 
+def test_organization_and_project_come_from_the_environment_when_left_out(monkeypatch):
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-from-env")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj_from_env")
+    http = recording(monkeypatch, [completion(), completion(), completion()])
+    chat().complete([HELLO])
+    chat(organization="org-given", project=None).complete([HELLO])  # given wins; None sends none
+    derived = ModelConfig.from_dict(LOCAL_MODEL)
+    monkeypatch.delenv("OPENAI_ORG_ID")
+    ChatClient(derived.with_options(model="other")).complete([HELLO])  # a copy keeps what the environment gave
+    sent = [(h.get("OpenAI-Organization"), h.get("OpenAI-Project")) for h in http.headers]
+    assert sent == [("org-from-env", "proj_from_env"), ("org-given", None), ("org-from-env", "proj_from_env")]
+
+
+def test_a_bad_organization_in_the_environment_is_named_as_the_variable(monkeypatch):
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj\nX-Injected: 1")
+    with pytest.raises(ConfigurationError, match=r"^OPENAI_PROJECT_ID \(read because model_config has no project\) must be"):
+        ModelConfig.from_dict(LOCAL_MODEL)
+    assert ModelConfig.from_dict({**LOCAL_MODEL, "project": "proj_ok"}).project == "proj_ok"
+
+
 def test_openai_itself_refuses_api_key_none_unless_a_header_authorizes(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(ConfigurationError, match=r"needs a key: .* \(api_key=None sends none\)"):

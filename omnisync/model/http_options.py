@@ -72,11 +72,11 @@ def check_query(value: Any) -> dict[str, str]:
     return checked
 
 
-def check_header_value(option: str, value: Any) -> str | None:
-    """organization and project: None, or a non-empty string sent as a header."""
+def check_header_value(source: str, value: Any) -> str | None:
+    """organization and project: None, or a non-empty string sent as a header; ``source`` names where it came from."""
     if value is None or (isinstance(value, str) and value and not any(c in value for c in "\r\n\0")):
         return value
-    raise ConfigurationError(f"model_config {option} must be a non-empty string on one line, or None; not {value!r}")
+    raise ConfigurationError(f"{source} must be a non-empty string on one line, or None; not {value!r}")
 
 
 def check_session(value: Any) -> requests.Session | None:
