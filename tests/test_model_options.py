@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import re
@@ -184,6 +185,53 @@ def test_a_callable_keys_token_is_never_shown_logged_or_stored(monkeypatch, capl
     assert all(token not in text for text in shown)
     assert "Access token *** has expired" in str(error.value)
     assert "api_key=<callable>" in repr(agent.model_config)
+    agent.cleanup()
+
+
+def test_a_callable_minting_a_token_per_request_keeps_only_the_latest_few_redacted(monkeypatch):
+    from omnisync.model.client import MINTED_TOKENS_KEPT
+    from omnisync.redact import _all_known, redact_text
+
+    count = MINTED_TOKENS_KEPT + 40
+    recording(monkeypatch, [completion()] * count)
+    tokens = (f"minted-token-{n:04d}" for n in range(count))
+    client = chat(api_key=lambda: next(tokens))
+    for _ in range(count):
+        client.complete([HELLO])
+    minted = {secret for secret in _all_known() if secret.startswith("minted-token-")}
+    assert minted == {f"minted-token-{n:04d}" for n in range(count - MINTED_TOKENS_KEPT, count)}
+    assert redact_text(f"saw minted-token-{count - 1:04d}") == "saw ***"
+    del client  # a client's tokens go with it
+    gc.collect()
+    assert not {secret for secret in _all_known() if secret.startswith("minted-token-")}
+
+
+def test_a_token_used_again_is_kept_once():
+    from omnisync.redact import RecentSecrets
+
+    recent = RecentSecrets(2)
+    for token in ["cached-token-a", "cached-token-a", "cached-token-b", "cached-token-a", "cached-token-c"]:
+        recent.add(token)
+    assert list(recent) == ["cached-token-a", "cached-token-c"]
+
+
+def test_a_key_callable_that_raises_fails_the_run_clearly_without_its_message_or_a_request(monkeypatch):
+    from omnisync.errors import ApiKeyError
+
+    secret = "leaked-refresh-token-5555"
+
+    def failing() -> str:
+        raise RuntimeError(f"token endpoint refused refresh token {secret}")
+
+    http = recording(monkeypatch, [completion()])
+    agent = make_agent(model_config={**LOCAL_MODEL, "api_key": failing})
+    with pytest.raises(ApiKeyError, match="api_key callable failed with RuntimeError") as error:
+        agent.run("hello", session_id="s")
+    assert isinstance(error.value, ConfigurationError) and isinstance(error.value.__cause__, RuntimeError)
+    assert http.sent == []
+    [failed] = agent.list_runs(status="failed")
+    assert "api_key callable failed" in failed["error"] and secret not in json.dumps(failed, default=str)
+    assert secret not in str(error.value)
     agent.cleanup()
 
 
