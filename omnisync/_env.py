@@ -47,6 +47,16 @@ def openai_api_key() -> str | None:
     return _get("OPENAI_API_KEY")
 
 
+def openai_org_id() -> str | None:
+    """The organization sent as ``OpenAI-Organization`` when model_config names none (as openai-python reads it)."""
+    return _get("OPENAI_ORG_ID")
+
+
+def openai_project_id() -> str | None:
+    """The project sent as ``OpenAI-Project`` when model_config names none (as openai-python reads it)."""
+    return _get("OPENAI_PROJECT_ID")
+
+
 def model_timeout() -> str | None:
     """Seconds a model call may wait for the server when model_config sets no ``timeout`` (checked by ModelConfig)."""
     return _get("OMNISYNC_MODEL_TIMEOUT")

@@ -2,6 +2,7 @@
 
     OmnisyncError
     ├── ConfigurationError (also ValueError)    a bad argument or setting, raised when it is given
+    │   └── ApiKeyError                          the api_key callable raised, or returned no token
     ├── MissingDependencyError (also ImportError) an optional extra is not installed
     ├── StoreError                               a memory store could not read or write
     ├── TransferError                            an export, import or copy cannot be done as asked
@@ -43,6 +44,10 @@ class OmnisyncError(Exception):
 
 class ConfigurationError(OmnisyncError, ValueError):
     """An argument or setting is not allowed; the message says what is."""
+
+
+class ApiKeyError(ConfigurationError):
+    """model_config's ``api_key`` callable raised (the cause is chained) or returned no token; nothing was sent."""
 
 
 class MissingDependencyError(OmnisyncError, ImportError):

@@ -8,6 +8,11 @@ Results are the same dicts, stream events the same classes, and errors the same 
 between the two by changing the constructor. Errors only a server has (a wrong token, an
 agent the token may not use, a body over the server's limit) are RemoteError.
 
+``message`` may be a list of content parts, checked here and by the server as a local agent
+checks it. An ``output_type`` that is a Python type (a dataclass, a TypedDict, a pydantic model) is
+turned into its JSON schema here and sent as the ``response_format`` a local run would send;
+``output`` comes back as JSON and is read into the type here, with a local run's checks.
+
 Differences from a local agent: each ``run`` sends an ``Idempotency-Key`` and retries a
 request whose connection failed, so it never starts two runs; a stream whose connection
 drops reconnects to the run's events where it left off (the run goes on in the server
@@ -27,8 +32,10 @@ from urllib.parse import quote
 import requests
 
 from .errors import ConfigurationError, OmnisyncError, RemoteError
+from .content import UserContent, check_content
 from .model.sse import EventParser
-from .results import HistoryMessage, RunRecordDict, RunResult
+from .output import OutputType
+from .results import HistoryMessage, RunRecordDict, RunResult, SessionUsage
 from .run_events import RunFailed, RunFinished, RunPaused
 from .runner import new_session_id
 from .serve.wire import ENDING_EVENTS, error_from_wire, event_from_wire, run_id_of
@@ -58,23 +65,32 @@ class RemoteAgent:
 
     # --- runs ------------------------------------------------------------------------------
 
-    def run(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> RunResult:
-        """As :meth:`OmniCoreAgent.run`; a retried request never starts a second run."""
-        path, body = self._run_request(message, session_id, on_busy)
-        return cast(RunResult, self._call("POST", path, body, headers={"Idempotency-Key": uuid.uuid4().hex}))
+    def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
+        """As :meth:`OmniCoreAgent.run`; a retried request never starts a second run.
+
+        ``message`` may be a list of content parts. A Python ``output_type`` is sent as its JSON
+        schema (the ``response_format`` a local run would send) and ``output`` read back into it.
+        """
+        output = _output(output_type)
+        path, body = self._run_request(message, session_id, on_busy, output)
+        return _read_output(cast(RunResult, self._call("POST", path, body, headers={"Idempotency-Key": uuid.uuid4().hex})), output)
 
     @streams
-    def stream(self, message: str, session_id: str | None = None, on_busy: str = "wait") -> RemoteStream:
+    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RemoteStream:
         """As :meth:`OmniCoreAgent.stream`: the run's events as the server sends them."""
-        path, body = self._run_request(message, session_id, on_busy)
-        return RemoteStream(self, path, body, {"Idempotency-Key": uuid.uuid4().hex})
+        output = _output(output_type)
+        path, body = self._run_request(message, session_id, on_busy, output)
+        return RemoteStream(self, path, body, {"Idempotency-Key": uuid.uuid4().hex}, output)
 
-    def resume(self, run_id: str) -> RunResult:
-        return cast(RunResult, self._call("POST", self._run_path(run_id, "resume"), {}))
+    def resume(self, run_id: str, output_type: Any = None) -> RunResult:
+        """As :meth:`OmniCoreAgent.resume`: ``output_type`` again reads ``output`` into it."""
+        output = _output(output_type)
+        return _read_output(cast(RunResult, self._call("POST", self._run_path(run_id, "resume"), _output_body(output))), output)
 
     @streams
-    def resume_stream(self, run_id: str) -> RemoteStream:
-        return RemoteStream(self, self._run_path(run_id, "resume"), {}, {})
+    def resume_stream(self, run_id: str, output_type: Any = None) -> RemoteStream:
+        output = _output(output_type)
+        return RemoteStream(self, self._run_path(run_id, "resume"), _output_body(output), {}, output)
 
     def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult:
         body = {"call_id": call_id, "approved": approved, "reason": reason}
@@ -100,6 +116,10 @@ class RemoteAgent:
             if not page["next_cursor"]:
                 return runs
             params["cursor"] = page["next_cursor"]
+
+    def get_session_usage(self, session_id: str) -> SessionUsage:
+        """As :meth:`OmniCoreAgent.get_session_usage`: every model call of the session's runs added up."""
+        return cast(SessionUsage, self._call("GET", self._session_path(session_id, "usage")))
 
     # --- memory ----------------------------------------------------------------------------
 
@@ -136,9 +156,10 @@ class RemoteAgent:
             raise ConfigurationError(f"the server serves {', '.join(agents) or 'no agent'} to this token: pass agent=NAME")
         return str(agents[0])
 
-    def _run_request(self, message: str, session_id: str | None, on_busy: str) -> tuple[str, dict[str, Any]]:
+    def _run_request(self, message: UserContent, session_id: str | None, on_busy: str, output: OutputType | None) -> tuple[str, dict[str, Any]]:
         session_id = new_session_id() if session_id is None else session_id
-        return self._session_path(session_id, "runs"), {"message": message, "on_busy": on_busy}
+        content = check_content(message)  # refused now, as a local agent refuses it; the server checks it again
+        return self._session_path(session_id, "runs"), {"message": content, "on_busy": on_busy, **_output_body(output)}
 
     def _agent_path(self, *parts: str) -> str:
         return "/".join(["/agents", _segment(self.name, "agent name"), *parts])
@@ -171,8 +192,11 @@ class RemoteStream:
 
     run_id: str | None
 
-    def __init__(self, agent: RemoteAgent, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
+    def __init__(
+        self, agent: RemoteAgent, path: str, body: dict[str, Any], headers: dict[str, str], output: OutputType | None = None
+    ) -> None:
         self._agent = agent
+        self._output = output
         self._open = lambda: agent._send("POST", path, body, stream=True, headers={**headers, "Accept": "text/event-stream"})
         self._response: requests.Response | None = None
         self._events: Iterator[StreamEvent] | None = None
@@ -226,6 +250,8 @@ class RemoteStream:
                 for wire in _server_events(self._response):
                     last_id = wire.id or last_id
                     event = event_from_wire(wire.event, json.loads(wire.data))
+                    if isinstance(event, RunFinished):
+                        _read_output(event.result, self._output)
                     self.run_id = self.run_id or run_id_of(event)
                     if wire.event in ENDING_EVENTS:
                         self._ended = True
@@ -249,6 +275,23 @@ class RemoteStream:
     def _reopen(self, run_id: str, last_id: str | None) -> Callable[[], requests.Response]:
         headers = {"Accept": "text/event-stream", **({"Last-Event-ID": last_id} if last_id else {})}
         return lambda: self._agent._send("GET", self._agent._run_path(run_id, "events"), stream=True, headers=headers)
+
+
+def _output(output_type: Any) -> OutputType | None:
+    """A Python type or JSON schema checked here, as a local agent checks it, before anything is sent."""
+    return None if output_type is None else OutputType.of(output_type)
+
+
+def _output_body(output: OutputType | None) -> dict[str, Any]:
+    """What the server is sent for an output_type: the whole response_format, so its name is a local run's."""
+    return {} if output is None else {"output_type": output.response_format}
+
+
+def _read_output(result: RunResult, output: OutputType | None) -> RunResult:
+    """``output`` (parsed JSON over HTTP) read into the Python type asked for, with a local run's checks and errors."""
+    if output is not None and "output" in result:
+        result["output"] = output.parse(json.dumps(result["output"]), result.get("run_id"))
+    return result
 
 
 def _server_events(response: requests.Response) -> Iterator[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import struct
 import typing
 import uuid
@@ -258,6 +259,71 @@ def test_the_cli_shows_parts_without_base64(tmp_path, name, capsys):
     assert cli_main(["preview", "s", "--url", url, "--agent", name]) == 0
     shown = capsys.readouterr().out
     assert "[image: image/png" in shown and base64.b64encode(image).decode()[:20] not in shown
+
+
+def test_history_and_preview_json_elide_base64_unless_full(tmp_path, name, capsys):
+    parts = content_parts()
+    image, audio, pdf = parts[1]["image_url"]["url"], parts[3]["input_audio"]["data"], parts[4]["file"]["file_data"]
+    url = f"sqlite:///{tmp_path / 'memory.db'}"
+    with MemoryRouter("sql", url=url) as router:
+        router.store.append(name, "s", [Message(role="user", content=parts), Message(role="assistant", content="a cat")])
+    expected = [
+        parts[0],
+        {"type": "image_url", "image_url": {"url": "[image: image/png, 70 B]", "detail": "low"}},
+        parts[2],  # a URL is no data: kept
+        {"type": "input_audio", "input_audio": {"data": "[audio: wav, 12 B]", "format": "wav"}},
+        {"type": "file", "file": {"filename": "notes.pdf", "file_data": "[file: notes.pdf, application/pdf, 9 B]"}},
+    ]
+    for command in (["history", "s"], ["preview", "s"]):
+        assert cli_main([*command, "--url", url, "--agent", name, "--json"]) == 0
+        shown = capsys.readouterr().out
+        assert image not in shown and audio not in shown and pdf not in shown
+        lines = json.loads(shown)
+        contents = [line["message"]["content"] for line in lines] if command[0] == "history" else [m["content"] for m in lines["messages"][1:]]
+        assert contents == [expected, "a cat"]
+        assert cli_main([*command, "--url", url, "--agent", name, "--json", "--full"]) == 0
+        full = json.loads(capsys.readouterr().out)
+        contents = [line["message"]["content"] for line in full] if command[0] == "history" else [m["content"] for m in full["messages"][1:]]
+        assert contents == [parts, "a cat"]
+
+
+def test_preview_takes_a_new_message_of_content_parts_as_json(tmp_path, name, capsys):
+    url = f"sqlite:///{tmp_path / 'memory.db'}"
+    with MemoryRouter("sql", url=url) as router:
+        router.store.append(name, "s", [Message(role="user", content="hello"), Message(role="assistant", content="hi")])
+    new = [QUESTION, image_part(data_url(png(16, 16)), "low")]
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    for given in (json.dumps(new), f"@{tmp_path / 'new.json'}"):
+        assert cli_main(["preview", "s", "--url", url, "--agent", name, "--message-json", given, "--json", "--full"]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        assert shown["messages"][-1] == {"role": "user", "content": new}
+        assert shown["tokens"][-1] > 85  # the image counted by OpenAI's rule, not as its base64 text
+    assert cli_main(["preview", "s", "--url", url, "--agent", name, "--message-json", json.dumps(new)]) == 0
+    assert "What is in this picture? [image: image/png" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ('[{"type": "image_url", "image_url": {"url": "ftp://x"}}]', "message[0]"),
+        ("{not json", "not JSON"),
+        ('{"type": "text", "text": "x"}', "list of content parts"),
+        ("@/nonexistent/parts.json", "cannot read"),
+    ],
+)
+def test_preview_refuses_a_bad_json_message_with_usage(tmp_path, name, capsys, given, said):
+    url = f"sqlite:///{tmp_path / 'memory.db'}"
+    with MemoryRouter("sql", url=url) as router:
+        router.store.append(name, "s", [Message(role="user", content="hello")])
+    with pytest.raises(SystemExit) as exited:
+        cli_main(["preview", "s", "--url", url, "--agent", name, "--message-json", given])
+    assert exited.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_message_and_message_json_are_one_or_the_other(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli_main(["preview", "s", "--agent", "a", "--message", "x", "--message-json", '"y"'])
+    assert exited.value.code == 2 and "not allowed with" in capsys.readouterr().err
 
 
 def test_a_summary_keeps_the_text_and_names_the_image(monkeypatch, name):

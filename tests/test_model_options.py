@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import re
@@ -187,6 +188,53 @@ def test_a_callable_keys_token_is_never_shown_logged_or_stored(monkeypatch, capl
     agent.cleanup()
 
 
+def test_a_callable_minting_a_token_per_request_keeps_only_the_latest_few_redacted(monkeypatch):
+    from omnisync.model.client import MINTED_TOKENS_KEPT
+    from omnisync.redact import _all_known, redact_text
+
+    count = MINTED_TOKENS_KEPT + 40
+    recording(monkeypatch, [completion()] * count)
+    tokens = (f"minted-token-{n:04d}" for n in range(count))
+    client = chat(api_key=lambda: next(tokens))
+    for _ in range(count):
+        client.complete([HELLO])
+    minted = {secret for secret in _all_known() if secret.startswith("minted-token-")}
+    assert minted == {f"minted-token-{n:04d}" for n in range(count - MINTED_TOKENS_KEPT, count)}
+    assert redact_text(f"saw minted-token-{count - 1:04d}") == "saw ***"
+    del client  # a client's tokens go with it
+    gc.collect()
+    assert not {secret for secret in _all_known() if secret.startswith("minted-token-")}
+
+
+def test_a_token_used_again_is_kept_once():
+    from omnisync.redact import RecentSecrets
+
+    recent = RecentSecrets(2)
+    for token in ["cached-token-a", "cached-token-a", "cached-token-b", "cached-token-a", "cached-token-c"]:
+        recent.add(token)
+    assert list(recent) == ["cached-token-a", "cached-token-c"]
+
+
+def test_a_key_callable_that_raises_fails_the_run_clearly_without_its_message_or_a_request(monkeypatch):
+    from omnisync.errors import ApiKeyError
+
+    secret = "leaked-refresh-token-5555"
+
+    def failing() -> str:
+        raise RuntimeError(f"token endpoint refused refresh token {secret}")
+
+    http = recording(monkeypatch, [completion()])
+    agent = make_agent(model_config={**LOCAL_MODEL, "api_key": failing})
+    with pytest.raises(ApiKeyError, match="api_key callable failed with RuntimeError") as error:
+        agent.run("hello", session_id="s")
+    assert isinstance(error.value, ConfigurationError) and isinstance(error.value.__cause__, RuntimeError)
+    assert http.sent == []
+    [failed] = agent.list_runs(status="failed")
+    assert "api_key callable failed" in failed["error"] and secret not in json.dumps(failed, default=str)
+    assert secret not in str(error.value)
+    agent.cleanup()
+
+
 def test_api_key_none_sends_no_authorization_even_with_openai_api_key_set(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "openai-env-key-123")
     http = recording(monkeypatch, [completion(), completion()])
@@ -194,6 +242,26 @@ def test_api_key_none_sends_no_authorization_even_with_openai_api_key_set(monkey
     chat().complete([HELLO])  # left out: the environment's key
     assert "Authorization" not in http.headers[0]
     assert http.headers[1]["Authorization"] == "Bearer openai-env-key-123"
+
+
+def test_organization_and_project_come_from_the_environment_when_left_out(monkeypatch):
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-from-env")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj_from_env")
+    http = recording(monkeypatch, [completion(), completion(), completion()])
+    chat().complete([HELLO])
+    chat(organization="org-given", project=None).complete([HELLO])  # given wins; None sends none
+    derived = ModelConfig.from_dict(LOCAL_MODEL)
+    monkeypatch.delenv("OPENAI_ORG_ID")
+    ChatClient(derived.with_options(model="other")).complete([HELLO])  # a copy keeps what the environment gave
+    sent = [(h.get("OpenAI-Organization"), h.get("OpenAI-Project")) for h in http.headers]
+    assert sent == [("org-from-env", "proj_from_env"), ("org-given", None), ("org-from-env", "proj_from_env")]
+
+
+def test_a_bad_organization_in_the_environment_is_named_as_the_variable(monkeypatch):
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj\nX-Injected: 1")
+    with pytest.raises(ConfigurationError, match=r"^OPENAI_PROJECT_ID \(read because model_config has no project\) must be"):
+        ModelConfig.from_dict(LOCAL_MODEL)
+    assert ModelConfig.from_dict({**LOCAL_MODEL, "project": "proj_ok"}).project == "proj_ok"
 
 
 def test_openai_itself_refuses_api_key_none_unless_a_header_authorizes(monkeypatch):

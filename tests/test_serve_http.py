@@ -91,6 +91,7 @@ def every_route(agent, session, run_id, call_id):
         ("POST", f"/agents/{agent}/sessions/{session}/runs", {"message": "hi"}),
         ("GET", f"/agents/{agent}/sessions", None),
         ("GET", f"/agents/{agent}/sessions/{session}/messages", None),
+        ("GET", f"/agents/{agent}/sessions/{session}/usage", None),
         ("DELETE", f"/agents/{agent}/sessions/{session}", None),
         ("GET", f"/agents/{agent}/runs", None),
         ("GET", f"/agents/{agent}/runs/{run_id}", None),
@@ -180,6 +181,13 @@ def test_cors_answers_only_the_origins_given(base, model_url):
         ("POST", "/agents/a/sessions/s/runs", {"json": {}}, 422, "ConfigurationError"),
         ("POST", "/agents/a/sessions/s/runs", {"json": {"message": "hi", "extra": 1}}, 422, "ConfigurationError"),
         ("POST", "/agents/a/sessions/s/runs", {"json": {"message": True}}, 422, "ConfigurationError"),
+        ("POST", "/agents/a/sessions/s/runs", {"json": {"message": []}}, 422, "ConfigurationError"),
+        ("POST", "/agents/a/sessions/s/runs", {"json": {"message": [{"type": "image_url", "image_url": {"url": "ftp://x"}}]}}, 422, "ConfigurationError"),
+        ("POST", "/agents/a/sessions/s/runs", {"json": {"message": [{"type": "text"}]}}, 422, "ConfigurationError"),
+        ("POST", "/agents/a/sessions/s/runs", {"json": {"message": "hi", "output_type": {}}}, 422, "ConfigurationError"),
+        ("POST", "/agents/a/sessions/s/runs", {"json": {"message": "hi", "output_type": "City"}}, 422, "ConfigurationError"),
+        ("POST", "/agents/a/runs/run_x/resume", {"json": {"output_type": []}}, 422, "ConfigurationError"),
+        ("GET", "/agents/a/sessions/s/usage?detail=1", {}, 422, "ConfigurationError"),
         ("POST", "/agents/a/sessions/s/runs", {"json": {"message": "x" * 1_000_001}}, 413, "PayloadTooLarge"),
         ("POST", "/agents/a/sessions/" + "s" * 256 + "/runs", {"json": {"message": "hi"}}, 422, "ConfigurationError"),
         ("POST", "/agents/a/sessions/s/runs", {"json": {"message": "hi"}, "headers": {"Idempotency-Key": "x" * 256}}, 422, "ConfigurationError"),
@@ -203,6 +211,16 @@ def test_bad_requests_get_a_clear_4xx(base, method, path, options, status, kind)
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert error["type"] == kind and error["message"]
+
+
+def test_a_bad_content_part_is_refused_before_anything_is_kept(base, server):
+    bad = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,@@@"}}]
+    response = call(base, "POST", "/agents/a/sessions/badpart/runs", json={"message": bad}, headers={"Idempotency-Key": "bad-part-1"})
+    assert response.status_code == 422 and "message[1]" in response.json()["error"]["message"]
+    assert server[1]["a"].list_runs(session_id="badpart") == [] and server[1]["a"].get_session_history("badpart") == []
+    good = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}]
+    again = call(base, "POST", "/agents/a/sessions/badpart/runs", json={"message": good}, headers={"Idempotency-Key": "bad-part-1"})
+    assert again.status_code == 200 and again.json()["response"] == "echo: look [image_url]"  # the key was not used up
 
 
 def test_a_bad_last_event_id_is_400(base):

@@ -7,16 +7,35 @@ another (``use tool({...})`` asks for a tool call, anything else is echoed).
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
+from typing import TypedDict
 
 import pytest
 from serve_servers import scripted_model_server, uvicorn_server
 from tool_agents import SYSTEM, counting_tools
 
 from omnisync import OmniCoreAgent, aio
-from omnisync.errors import ConfigurationError, RunNotFoundError, RunStateError, SessionBusyError
+from omnisync.errors import ConfigurationError, OutputValidationError, RunNotFoundError, RunStateError, SessionBusyError
 from omnisync.remote import RemoteAgent
 from omnisync.run_events import RunFinished, RunPaused, TextDelta, ToolCall, ToolResult
 from omnisync.serve import create_app
+
+
+# A 1x1 PNG: content parts carry it as a data URL, as a user's image would be.
+PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+PARTS = [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": PIXEL, "detail": "low"}}]
+COUNT_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": False}
+
+
+@dataclass
+class City:
+    name: str
+    population: int
+
+
+class Place(TypedDict):
+    name: str
+    country: str
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +154,70 @@ def test_clearing_a_session_forgets_it(agent):
     agent.run("remember me", session_id="s10")
     assert agent.clear_session_history("s10") == 2
     assert agent.get_session_history("s10") == []
+
+
+def test_content_parts_are_run_streamed_and_kept_as_given(agent):
+    result = agent.run(PARTS, session_id="p1")
+    assert result["response"] == "echo: what is this? [image_url]"
+    with agent.stream(PARTS, session_id="p1") as stream:
+        text = "".join(e.text for e in stream if isinstance(e, TextDelta))
+    assert text == "echo: what is this? [image_url]"
+    history = agent.get_session_history("p1")
+    assert [m["content"] for m in history if m["role"] == "user"] == [PARTS, PARTS]
+
+
+def test_bad_content_parts_are_refused_at_the_call_alike(agent):
+    with pytest.raises(ConfigurationError, match=r"message\[1\]"):
+        agent.run([{"type": "text", "text": "x"}, {"type": "video", "video": {}}], session_id="p2")
+    with pytest.raises(ConfigurationError, match="empty list"):
+        agent.stream([], session_id="p2")  # refused before iteration, as locally
+    assert agent.list_runs(session_id="p2") == []
+
+
+def test_output_comes_back_as_the_type_asked_for(agent):
+    city = agent.run('answer {"name": "Paris", "population": 2100000}', session_id="o1", output_type=City)
+    assert city["output"] == City("Paris", 2100000)
+    place = agent.run('answer {"name": "Lyon", "country": "FR"}', session_id="o1", output_type=Place)
+    assert place["output"] == {"name": "Lyon", "country": "FR"}
+    assert agent.run('answer {"n": 3}', session_id="o1", output_type=COUNT_SCHEMA)["output"] == {"n": 3}
+    assert "output" not in agent.run("plain", session_id="o1")
+
+
+def test_a_streamed_output_is_the_type_too(agent):
+    with agent.stream('answer {"name": "Oslo", "population": 700000}', session_id="o2", output_type=City) as stream:
+        events = list(stream)
+    assert isinstance(events[-1], RunFinished) and events[-1].result["output"] == City("Oslo", 700000)
+    assert stream.result["output"] == City("Oslo", 700000)
+
+
+def test_an_answer_that_is_not_json_fails_the_run_alike(agent):
+    with pytest.raises(OutputValidationError) as error:
+        agent.run("answer {not json}", session_id="o3", output_type=City)
+    assert error.value.text == "{not json}" and error.value.problems[0].startswith("not JSON")
+    assert [r["status"] for r in agent.list_runs(session_id="o3")] == ["failed"]
+
+
+def test_an_answer_that_does_not_fit_the_type_raises_alike(agent):
+    with pytest.raises(OutputValidationError, match="population") as error:
+        agent.run('answer {"name": "Rome", "population": "many"}', session_id="o4", output_type=City)
+    assert error.value.text == '{"name": "Rome", "population": "many"}' and error.value.run_id
+
+
+def test_resume_reads_the_answer_into_the_output_type_given_again(agent):
+    paused = agent.run('use delete_file({"path": "/tmp/o5"})', session_id="o5")
+    agent.resolve_approval(paused["run_id"], paused["approvals"][0]["id"], approved=True)
+    with pytest.raises(OutputValidationError) as error:  # the model's "Done: ..." is no City
+        agent.resume(paused["run_id"], output_type=City)
+    assert error.value.text == "Done: deleted /tmp/o5"
+    assert agent.get_run(paused["run_id"])["status"] == "failed"
+
+
+def test_session_usage_adds_up_every_run(agent):
+    first, second = agent.run("one", session_id="u1"), agent.run("two two two", session_id="u1")
+    usage = agent.get_session_usage("u1")
+    assert usage["runs"] == 2 and usage["model_calls"]["step"] == 2
+    assert usage["usage"]["total_tokens"] == first["usage"]["total_tokens"] + second["usage"]["total_tokens"] > 0
+    assert agent.get_session_usage("nobody")["runs"] == 0
 
 
 def test_the_async_twins_run_and_stream_alike(model_url):

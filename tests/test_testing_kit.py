@@ -41,13 +41,18 @@ def test_a_missing_cassette_says_how_to_record(tmp_path):
             chat.complete([{"role": "user", "content": "x"}])
 
 
-def test_recording_scrubs_secrets_and_ignores_varying_fields(tmp_path, caplog):
+def test_recording_scrubs_secrets_and_ignores_varying_fields(tmp_path, caplog, monkeypatch):
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     import json
     import threading
 
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-env-secret")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-env-secret")
+    received = []
+
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
+            received.append(dict(self.headers))
             self.rfile.read(int(self.headers["content-length"]))
             body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "hi"}}]}).encode()
             self.send_response(200)
@@ -72,8 +77,10 @@ def test_recording_scrubs_secrets_and_ignores_varying_fields(tmp_path, caplog):
         server.server_close()
     logged = "\n".join(f"{record.getMessage()} {record.args}" for record in caplog.records)
     assert "session=abc" not in logged and "org-secret" not in logged and "sk-test-secret" not in logged
+    assert received[0]["OpenAI-Organization"] == "org-env-secret" and received[0]["OpenAI-Project"] == "proj-env-secret"
     text = (tmp_path / "scrub.yaml").read_text()
     assert "sk-test-secret" not in text and "session=abc" not in text and "org-secret" not in text
+    assert "org-env-secret" not in text and "proj-env-secret" not in text
     recorded = yaml.safe_load(text)["interactions"][0]
     assert "Authorization" not in recorded["request"]["headers"]
     with cassette("scrub", tmp_path):  # replays though "user" differs: it is ignored by default

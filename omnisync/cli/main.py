@@ -131,7 +131,7 @@ def _connection_options(with_store: bool) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import doctor, preview, runs, serve, show, transfer
+    from . import doctor, parts, preview, runs, serve, show, transfer
 
     store_options = _connection_options(with_store=True)
     parser = argparse.ArgumentParser(
@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("session", type=session_id, metavar="SESSION")
     sub.add_argument("--agent", type=agent_name, required=True)
     sub.add_argument("--all", action="store_true", help="include inactive messages; summaries are marked")
-    _json(sub)
+    _json(sub, full=True)
 
     sub = command("clear", show.clear, "delete one session of an agent, or with --all-sessions all of them")
     sub.add_argument("session", type=session_id, nargs="?", metavar="SESSION")
@@ -201,8 +201,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--agent", type=agent_name, required=True)
     sub.add_argument("--system", default="", metavar="TEXT", help="the agent's system instruction")
     sub.add_argument("--memory-config", type=preview.memory_config, metavar="JSON", help='the agent\'s memory_config, e.g. \'{"value": 20}\'')
-    sub.add_argument("--message", metavar="TEXT", help="a new user message, as the next run would add it")
-    _json(sub)
+    new = sub.add_mutually_exclusive_group()
+    new.add_argument("--message", metavar="TEXT", help="a new user message, as the next run would add it")
+    new.add_argument(
+        "--message-json",
+        dest="message",
+        type=parts.message_json,
+        metavar="JSON",
+        help='the new message as JSON content parts, e.g. \'[{"type": "text", "text": "Describe it"}, ...]\', or @FILE holding them',
+    )
+    _json(sub, full=True)
 
     sub = command("doctor", doctor.doctor, doctor.HELP, opens_own_store=True)
     _json(sub)
@@ -221,8 +229,10 @@ def _version() -> str:
         return "(not installed)"
 
 
-def _json(sub: argparse.ArgumentParser) -> None:
+def _json(sub: argparse.ArgumentParser, full: bool = False) -> None:
     sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    if full:
+        sub.add_argument("--full", action="store_true", help="with --json, keep images', audio's and files' base64 data (elided by default)")
 
 
 def _selection(sub: argparse.ArgumentParser) -> None:

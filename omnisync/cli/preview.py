@@ -15,6 +15,7 @@ from ..content import describe
 from ..router import MemoryRouter
 from .errors import UsageError
 from .output import print_json, snippet, table
+from .parts import elided_message
 
 def memory_config(text: str) -> dict[str, Any]:
     """``--memory-config``: a JSON object (checked again, in full, by the agent)."""
@@ -39,7 +40,7 @@ def preview(args: argparse.Namespace, router: MemoryRouter) -> int:
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
-        print_json(shown)
+        print_json(shown if args.full else {**shown, "messages": [elided_message(dict(m)) for m in shown["messages"]]})
         return 0
     window = shown["window"]
     print(f"window: {window['mode']} {window['value']}: {window['messages']} messages of history")

@@ -10,6 +10,7 @@ from ..router import MemoryRouter
 from .output import note, print_json, snippet, table, when
 from ..transfer.records import message_line
 from .errors import CommandError
+from .parts import elided_message
 
 
 def sessions(args: argparse.Namespace, router: MemoryRouter) -> int:
@@ -35,7 +36,8 @@ def history(args: argparse.Namespace, router: MemoryRouter) -> int:
     if not messages:
         require_session(router, args.agent, args.session)
     if args.json:
-        print_json([message_line(m) for m in messages])
+        lines = [message_line(m) for m in messages]
+        print_json(lines if args.full else [elided_message(line) for line in lines])
         return 0
     if not messages:
         note(f"no active messages in session {args.session!r} of agent {args.agent!r}")

@@ -23,7 +23,7 @@ from ..errors import (
     ModelTimeoutError,
     status_error_class,
 )
-from ..redact import redact_text, redact_url, redact_value, remember_secret
+from ..redact import RecentSecrets, redact_text, redact_url, redact_value, remember_secret
 from ..usage import read_usage
 from .config import ModelConfig
 from .http_options import call_api_key
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 USER_AGENT = "omnisync/0.1"
 _BODY_CHUNK = 65536
+MINTED_TOKENS_KEPT = 16  # a callable key's latest tokens, redacted in case an error quotes one after its request
 DEFAULT_STREAM_DEADLINE = 600.0  # seconds for a whole streamed call: long answers fit, a trickling server does not hold it forever
 
 
@@ -71,6 +72,7 @@ class ChatClient:
         self._clock = clock
         if isinstance(config.api_key, str):
             remember_secret(config.api_key)
+        self._minted = RecentSecrets(MINTED_TOKENS_KEPT)
         self._local = threading.local()
         self._sessions: list[requests.Session] = []
         self._sessions_lock = threading.Lock()
@@ -103,7 +105,7 @@ class ChatClient:
     def request_headers(self) -> dict[str, str]:
         """The headers of one request: a callable ``api_key`` is called now; ``default_headers`` replace ours of the same name."""
         headers = {"User-Agent": USER_AGENT}
-        key = call_api_key(self.config.api_key)
+        key = call_api_key(self.config.api_key, self._minted)
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
         if self.config.organization is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -177,12 +178,19 @@ class ModelConfig:
             deadline=float(deadline),
             max_retries=max_retries,
             sampling=sampling,
-            organization=check_header_value("organization", config.get("organization")),
-            project=check_header_value("project", config.get("project")),
+            organization=_header_option(config, "organization", "OPENAI_ORG_ID", _env.openai_org_id),
+            project=_header_option(config, "project", "OPENAI_PROJECT_ID", _env.openai_project_id),
             default_headers=default_headers,
             default_query=check_query(config.get("default_query")),
             http_session=check_session(config.get("http_session")),
         )
+
+
+def _header_option(config: dict[str, Any], option: str, variable: str, read: Callable[[], str | None]) -> str | None:
+    """organization or project: as given (None sends none), else from the environment as openai-python reads it."""
+    if option in config:
+        return check_header_value(f"model_config {option}", config[option])
+    return check_header_value(f"{variable} (read because model_config has no {option})", read())
 
 
 def _has_header(headers: dict[str, str], name: str) -> bool:

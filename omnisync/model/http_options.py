@@ -13,8 +13,8 @@ from typing import Any, Union
 
 import requests
 
-from ..errors import ConfigurationError
-from ..redact import MASK, remember_secret
+from ..errors import ApiKeyError, ConfigurationError
+from ..redact import MASK, RecentSecrets, remember_secret
 
 ApiKey = Union[str, Callable[[], str]]
 
@@ -35,14 +35,25 @@ def check_api_key(value: Any) -> ApiKey | None:
     )
 
 
-def call_api_key(key: ApiKey | None) -> str | None:
-    """The key to send with one request: a callable is called now, and what it returns is redacted from then on."""
+def call_api_key(key: ApiKey | None, minted: RecentSecrets) -> str | None:
+    """The key to send with one request: a callable is called now, and what it returns is kept in ``minted``.
+
+    ``minted`` (the client's) holds only the last few tokens, so a key minting one per
+    request adds nothing without bound to what every redaction scans.
+    """
     if key is None or isinstance(key, str):
         return key
-    value = key()
+    try:
+        value = key()
+    except Exception as exc:
+        # The cause's message is not repeated here: a credential library's error may quote a token.
+        raise ApiKeyError(
+            f"the model_config api_key callable failed with {type(exc).__name__} (the exception chained to this one); "
+            "no request was sent. Fix what the callable needs (credentials, network), or pass api_key as a string"
+        ) from exc
     if not isinstance(value, str) or not value:
-        raise ConfigurationError(f"the model_config api_key callable must return a non-empty string, not {type(value).__name__}")
-    remember_secret(value)
+        raise ApiKeyError(f"the model_config api_key callable must return a non-empty string, not {type(value).__name__}")
+    minted.add(value)
     return value
 
 
@@ -72,11 +83,11 @@ def check_query(value: Any) -> dict[str, str]:
     return checked
 
 
-def check_header_value(option: str, value: Any) -> str | None:
-    """organization and project: None, or a non-empty string sent as a header."""
+def check_header_value(source: str, value: Any) -> str | None:
+    """organization and project: None, or a non-empty string sent as a header; ``source`` names where it came from."""
     if value is None or (isinstance(value, str) and value and not any(c in value for c in "\r\n\0")):
         return value
-    raise ConfigurationError(f"model_config {option} must be a non-empty string on one line, or None; not {value!r}")
+    raise ConfigurationError(f"{source} must be a non-empty string on one line, or None; not {value!r}")
 
 
 def check_session(value: Any) -> requests.Session | None:

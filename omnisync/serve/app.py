@@ -6,6 +6,7 @@
     POST   /agents/{agent}/sessions/{session}/runs        start a run (JSON, or SSE with Accept: text/event-stream)
     GET    /agents/{agent}/sessions                       sessions, a page at a time
     GET    /agents/{agent}/sessions/{session}/messages    a session's history
+    GET    /agents/{agent}/sessions/{session}/usage       a session's usage, summaries included
     DELETE /agents/{agent}/sessions/{session}             forget a session
     GET    /agents/{agent}/runs                           runs (?status=&session=), a page at a time
     GET    /agents/{agent}/runs/{run_id}                  a run's record
@@ -46,7 +47,20 @@ from ..runner import result_of
 from . import idempotency
 from .agents import Agents, served_agents
 from .auth import Tokens
-from .bodies import MAX_BODY_BYTES, HttpError, decode_cursor, encode_cursor, flag, only_params, page_size, read_json
+from ..content import check_content
+from .bodies import (
+    MAX_BODY_BYTES,
+    RESUME_FIELDS,
+    RUN_FIELDS,
+    HttpError,
+    checked_output_type,
+    decode_cursor,
+    encode_cursor,
+    flag,
+    only_params,
+    page_size,
+    read_json,
+)
 from .runs import Drive, RunHub
 from .wire import error_to_wire, http_status
 
@@ -120,6 +134,7 @@ class _Api:
             ("POST", session + "/runs", self.start_run),
             ("GET", "/agents/{agent}/sessions", self.list_sessions),
             ("GET", session + "/messages", self.messages),
+            ("GET", session + "/usage", self.usage),
             ("DELETE", session, self.clear_session),
             ("GET", "/agents/{agent}/runs", self.list_runs),
             ("GET", run, self.get_run),
@@ -172,14 +187,15 @@ class _Api:
     async def start_run(self, request: Request) -> Response:
         name, agent = self._agent(request)
         session_id = request.path_params["session"]
-        body = await read_json(request, {"message": ((str,), True), "on_busy": ((str,), False)}, self.max_body)
-        message, on_busy = body["message"], body.get("on_busy", "wait")
+        body = await read_json(request, RUN_FIELDS, self.max_body)
+        check_content(body["message"])  # a bad part is a 422 before any key is reserved
+        message, on_busy, output_type = body["message"], body.get("on_busy", "wait"), checked_output_type(body)
         key = request.headers.get("idempotency-key")
         if key is None:
-            return await self._answer(request, self.hub.drive(name, agent.stream(message, session_id, on_busy)))
+            return await self._answer(request, self.hub.drive(name, agent.stream(message, session_id, on_busy, output_type)))
         key = idempotency.check_key(key)
         store = agent.blocking.memory_router.store
-        request_hash = idempotency.fingerprint({"message": message, "on_busy": on_busy})
+        request_hash = idempotency.fingerprint({"message": message, "on_busy": on_busy, **({"output_type": output_type} if output_type else {})})
         try:
             earlier_run = await in_thread(idempotency.reserve, store, agent.name, session_id, key, request_hash, agent.config.run_lease_seconds)
         except RunConflictError:
@@ -195,7 +211,7 @@ class _Api:
 
         slot = (name, session_id, key)
         try:
-            drive = self._starting[slot] = self.hub.drive(name, agent.stream(message, session_id, on_busy), on_start=bind)
+            drive = self._starting[slot] = self.hub.drive(name, agent.stream(message, session_id, on_busy, output_type), on_start=bind)
             await asyncio.shield(drive.started)
         except Exception as exc:
             await in_thread(idempotency.release, store, agent.name, session_id, key, str(exc), agent.config.run_retention_days)
@@ -207,9 +223,9 @@ class _Api:
     async def resume(self, request: Request) -> Response:
         name, agent = self._agent(request)
         run_id = request.path_params["run_id"]
-        await read_json(request, {}, self.max_body)
+        output_type = checked_output_type(await read_json(request, RESUME_FIELDS, self.max_body))
         self.hub.check_not_live(name, run_id)
-        return await self._answer(request, self.hub.drive(name, agent.resume_stream(run_id)))
+        return await self._answer(request, self.hub.drive(name, agent.resume_stream(run_id, output_type)))
 
     async def _answer(self, request: Request, drive: Drive, replay: bool = False) -> Response:
         """This drive's events as SSE (from its first, or the run's first with ``replay``), or its result as JSON."""
@@ -316,6 +332,11 @@ class _Api:
         only_params(request, "include_inactive")
         history = await agent.get_session_history(request.path_params["session"], include_inactive=flag(request, "include_inactive"))
         return JSONResponse({"messages": history})
+
+    async def usage(self, request: Request) -> Response:
+        name, agent = self._agent(request)
+        only_params(request)
+        return JSONResponse(await agent.get_session_usage(request.path_params["session"]))
 
     async def clear_session(self, request: Request) -> Response:
         name, agent = self._agent(request)

@@ -11,6 +11,7 @@ from typing import Any
 from starlette.requests import Request
 
 from ..errors import ConfigurationError
+from ..output import OutputType
 
 MAX_BODY_BYTES = 1_000_000
 DEFAULT_PAGE = 50
@@ -33,6 +34,11 @@ class HttpError(Exception):
 
 # field -> (allowed types, required)
 Fields = Mapping[str, tuple[tuple[type, ...], bool]]
+
+# A run's output_type over HTTP is a JSON schema, or a whole response_format (what RemoteAgent
+# sends for a Python type, so the model is asked exactly what a local run would ask).
+RUN_FIELDS: Fields = {"message": ((str, list), True), "on_busy": ((str,), False), "output_type": ((dict, type(None)), False)}
+RESUME_FIELDS: Fields = {"output_type": ((dict, type(None)), False)}
 
 
 async def read_json(request: Request, fields: Fields, limit: int) -> dict[str, Any]:
@@ -64,9 +70,17 @@ async def read_json(request: Request, fields: Fields, limit: int) -> dict[str, A
             continue
         value = data[key]
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            wanted = " or ".join("null" if t is type(None) else {"str": "string", "bool": "boolean", "int": "integer"}.get(t.__name__, t.__name__) for t in types)
+            wanted = " or ".join("null" if t is type(None) else {"str": "string", "bool": "boolean", "int": "integer", "list": "a list of content parts", "dict": "an object"}.get(t.__name__, t.__name__) for t in types)
             raise ConfigurationError(f"{key!r} must be {wanted}, not {json.dumps(value)[:80]}")
     return data
+
+
+def checked_output_type(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The body's output_type, refused now (422) if no response_format can be made of it."""
+    output_type: dict[str, Any] | None = body.get("output_type")
+    if output_type is not None:
+        OutputType.of(output_type)
+    return output_type
 
 
 def page_size(request: Request) -> int:

@@ -51,7 +51,7 @@ def error_to_wire(error: BaseException) -> dict[str, Any]:
     if not isinstance(error, OmnisyncError):
         return {"type": "InternalError", "message": "the server failed; its log says why"}
     wire: dict[str, Any] = {"type": type(error).__name__, "message": str(error)}
-    for name in ("run_id", "paused", "status_code", "request_id", "request_sent"):
+    for name in ("run_id", "paused", "status_code", "request_id", "request_sent", "text", "problems"):
         if hasattr(error, name):
             wire[name] = getattr(error, name)
     return wire
@@ -69,6 +69,9 @@ def error_from_wire(wire: Any, http_status: int) -> OmnisyncError:
         return klass(message, status_code=int(wire.get("status_code") or 0), request_id=wire.get("request_id"), body=wire)
     if issubclass(klass, errors.ModelStreamError):
         return klass(message, body=wire)
+    if issubclass(klass, errors.OutputValidationError):
+        problems = wire.get("problems")
+        return klass(message, text=wire.get("text"), problems=list(problems) if isinstance(problems, list) else [], run_id=wire.get("run_id"))
     if issubclass(klass, errors.SessionBusyError):
         return klass(message, run_id=wire.get("run_id"), paused=bool(wire.get("paused")))
     error = klass(message)
