@@ -27,7 +27,7 @@ HEADERS = {
 
 @lru_cache(maxsize=None)
 def _read(name: str) -> bytes:
-    return (files(__package__) / "static" / name).read_bytes()
+    return (files("omnisync.serve") / "static" / name).read_bytes()
 
 
 def static_file(name: str) -> Response:
