@@ -104,3 +104,35 @@ def test_the_readme_opens_with_the_two_commands_ci_runs_and_the_skip_hint_it_giv
     import backends
 
     assert backends.START_HINT.split(": ", 1)[1] in "\n".join(readme)
+
+
+def test_the_wheel_ships_the_page_of_omnisync_serve(tmp_path):
+    """The page's files are package data, not modules: setup.cfg must name them, or `omnisync serve` answers / with an error."""
+    if not (ROOT / "setup.cfg").exists() or not (ROOT / "omnisync").is_dir():
+        pytest.skip("needs the source tree (nox runs the suite from a copy without it)")
+    import shutil
+    import zipfile
+
+    source = tmp_path / "source"  # a copy, so no build/ left by an earlier build fills the wheel
+    shutil.copytree(ROOT / "omnisync", source / "omnisync", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, source / name)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(tmp_path), str(source)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = tmp_path.glob("omnisync-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    static = sorted(path.name for path in (ROOT / "omnisync" / "serve" / "static").iterdir())
+    assert static == ["index.html", "page.css", "page.js"]
+    assert {f"omnisync/serve/static/{name}" for name in static} <= names
+    assert {"omnisync/serve/page.py", "omnisync/serve/openapi.py", "omnisync/py.typed", "omnisync/aio.pyi"} <= names
+
+
+def test_the_installed_package_holds_the_page_files():
+    """Against the installed wheel under nox, this is the wheel's contents; from a checkout, the source's."""
+    from omnisync.serve.page import FILES
+
+    for name in FILES:
+        assert (PACKAGE_DIR / "serve" / "static" / name).read_bytes(), name

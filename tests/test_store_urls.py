@@ -106,3 +106,37 @@ def test_every_kind_is_declared_once_and_its_schemes_name_it_back():
             assert kind_named_by(f"{scheme}://host/x") == kind.name
         if kind.networked:
             assert kind_named_by(kind.example_url) == kind.name
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql+psy-copg://u@h/db", "postgresql+psycopg://u:p@h:5432/db", "sqlite+pysqlite:///a.db", "sqlite:///a.db", "postgresql://", "sqlite:////abs/a.db?mode=ro"],
+)
+def test_a_sql_url_is_refused_exactly_when_sqlalchemy_would_refuse_it(url):
+    """The check stands in for SQLAlchemy's make_url, so a router is made without importing SQLAlchemy."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        make_url(url)
+        sqlalchemy_refuses = False
+    except ArgumentError:
+        sqlalchemy_refuses = True
+    try:
+        MemoryRouter("sql", url=url)
+        we_refuse = False
+    except ConfigurationError as exc:
+        assert "is not a database URL" in str(exc)
+        we_refuse = True
+    assert we_refuse == sqlalchemy_refuses
+
+
+def test_making_a_sql_router_imports_no_sqlalchemy():
+    """`omnisync serve` imports the user's module, which makes its router: SQLAlchemy waits for the first use."""
+    import subprocess
+    import sys
+
+    code = "import sys; from omnisync import MemoryRouter; MemoryRouter('sql', url='sqlite:///never-opened.db'); print('sqlalchemy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -1,5 +1,7 @@
 """The Starlette app: an agent's sessions and runs over JSON and server-sent events.
 
+    GET    /                                              a page to try the agents (omnisync/serve/static/)
+    GET    /openapi.json                                  these routes described (openapi.py)
     GET    /healthz                                       the process is up
     GET    /readyz                                        every agent's store answers
     GET    /agents                                        the agents this token may use
@@ -44,7 +46,7 @@ from ..errors import OmnisyncError, RunConflictError
 from ..results import RunResult
 from ..run_record import PAUSED_STATUSES, RUNNING, RunRecord
 from ..runner import result_of
-from . import idempotency
+from . import idempotency, page
 from .agents import Agents, served_agents
 from .auth import Tokens
 from ..content import check_content
@@ -61,6 +63,7 @@ from .bodies import (
     page_size,
     read_json,
 )
+from .openapi import describe
 from .runs import Drive, RunHub
 from .wire import error_to_wire, http_status
 
@@ -128,6 +131,10 @@ class _Api:
         run = "/agents/{agent}/runs/{run_id}"
         session = "/agents/{agent}/sessions/{session}"
         table: list[tuple[str, str, Handler]] = [
+            ("GET", "/", page.index),
+            ("GET", "/static/page.js", page.script),
+            ("GET", "/static/page.css", page.style),
+            ("GET", "/openapi.json", self.openapi),
             ("GET", "/healthz", self.healthz),
             ("GET", "/readyz", self.readyz),
             ("GET", "/agents", self.list_agents),
@@ -164,6 +171,9 @@ class _Api:
         return name, self.agents[name]
 
     # --- health ---------------------------------------------------------------------------
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(describe())
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})

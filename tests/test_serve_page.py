@@ -1,0 +1,159 @@
+"""The page at GET /: served from the package, then used in a real browser (Debian's chromium
+driven by Playwright) against a real server whose agent talks to the scripted model.
+
+With CI set, a missing chromium or Playwright fails the browser test; elsewhere it is skipped
+with the reason (as tests/backends.py does for servers).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import pytest
+import requests
+from backends import IN_CI
+from serve_servers import scripted_model_server, uvicorn_server
+from tool_agents import SYSTEM, counting_tools
+
+from omnisync import MemoryRouter, OmniCoreAgent
+from omnisync.serve import create_app
+
+CHROMIUM = os.environ.get("OMNISYNC_CHROMIUM", "/usr/bin/chromium")
+INSTALL_HINT = "install it with: bash scripts/browser.sh (Debian's chromium) and pip install playwright"
+TOKEN = "page-token-0123456789abcdef"
+TIMEOUT_MS = 20_000
+
+
+def browser_or_skip() -> None:
+    problem = None
+    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+        problem = f"no chromium at {CHROMIUM}"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            problem = "Playwright for Python is not installed"
+    if problem is None:
+        return
+    message = f"{problem}; {INSTALL_HINT}"
+    if IN_CI:
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A server with one agent ("assistant", whose delete_file asks first) behind a token."""
+    ledger = tmp_path / "ledger.txt"
+    ledger.touch()
+    router = MemoryRouter("in_memory")
+    with scripted_model_server() as model_url:
+        config = {"model": "gpt-5.4-mini", "base_url": model_url, "api_key": "test", "max_retries": 0}
+        agent = OmniCoreAgent(name="assistant", system_instruction=SYSTEM, model_config=config, memory_router=router, local_tools=counting_tools(ledger))
+        with uvicorn_server(create_app(agent, tokens={TOKEN: ["assistant"]})) as base:
+            yield base, ledger
+        agent.cleanup()
+    router.close()
+
+
+def test_the_page_and_its_files_are_served_without_a_token_and_hold_none(served):
+    base, _ = served
+    page = requests.get(base + "/", timeout=10)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert TOKEN not in page.text
+    for name, kind in (("page.js", "text/javascript"), ("page.css", "text/css")):
+        assert f"/static/{name}" in page.text
+        served_file = requests.get(f"{base}/static/{name}", timeout=10)
+        assert served_file.status_code == 200 and served_file.headers["content-type"].startswith(kind)
+        assert TOKEN not in served_file.text
+    assert "sessionStorage" in requests.get(base + "/static/page.js", timeout=10).text
+    assert requests.get(base + "/static/other.js", timeout=10).status_code == 404
+    assert requests.get(base + "/agents", timeout=10).status_code == 401  # the page opens no door of the API
+
+
+def test_in_a_browser_a_message_streams_its_answer_shows_the_history_and_a_paused_call_is_approved(served, tmp_path):
+    browser_or_skip()
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    base, ledger = served
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 800})
+            page.set_default_timeout(TIMEOUT_MS)
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(base + "/")
+
+            # Without a token the page says what the server answered.
+            expect(page.locator("#status")).to_contain_text("Unauthorized")
+            page.fill("#token", TOKEN)
+            page.click("#connect button")
+            expect(page.locator("#status")).to_have_text("connected: 1 agent(s)")
+            expect(page.locator("#agent")).to_have_value("assistant")
+            assert page.evaluate("sessionStorage.getItem('omnisync.token')") == TOKEN
+
+            page.fill("#session", "browser")
+            page.fill("#message", "My project is called Atlas and it ships on Friday.")
+            page.click("#send button")
+            answer = page.locator("#answer")
+            expect(answer).to_have_attribute("data-status", "completed")
+            expect(answer).to_have_text("echo: My project is called Atlas and it ships on Friday.")
+            assert int(answer.get_attribute("data-deltas") or 0) >= 3  # it arrived in pieces, as they were streamed
+            history = page.locator("#history .message")
+            expect(history).to_have_count(2)
+            expect(history.nth(0)).to_contain_text("My project is called Atlas")
+            expect(history.nth(1)).to_contain_text("echo: My project is called Atlas")
+            expect(page.locator("#sessions")).to_contain_text("browser (2)")
+
+            page.fill("#message", 'Clean up: use delete_file({"path": "/tmp/old.log"})')
+            page.click("#send button")
+            expect(answer).to_have_attribute("data-status", "awaiting_approval")
+            approval = page.locator("#approvals .approval")
+            expect(approval).to_contain_text('delete_file({"path": "/tmp/old.log"})')
+            assert ledger.read_text() == ""  # nothing ran before a person said yes
+            approval.get_by_role("button", name="Approve").click()
+            expect(answer).to_have_attribute("data-status", "completed")
+            expect(answer).to_have_text("Done: deleted /tmp/old.log")
+            expect(page.locator("#events")).to_contain_text("delete_file → deleted /tmp/old.log")
+            expect(history).to_have_count(6)  # two more user/assistant turns: the call, its result, the answer
+            expect(history.last).to_contain_text("Done: deleted /tmp/old.log")
+            assert ledger.read_text() == "delete_file /tmp/old.log\n"
+            assert re.fullmatch(r"run_\w+", page.locator("#run").inner_text())
+
+            screenshot = tmp_path / "serve-page.png"
+            page.screenshot(path=str(screenshot), full_page=True)
+            print(f"screenshot: {screenshot}")
+            assert screenshot.stat().st_size > 10_000
+            assert errors == []
+        finally:
+            browser.close()
+
+
+def test_in_a_browser_a_denied_call_does_not_run(served):
+    browser_or_skip()
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    base, ledger = served
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(base + "/")
+            page.evaluate(f"sessionStorage.setItem('omnisync.token', {TOKEN!r})")
+            page.reload()  # the token kept in this tab is used at once
+            expect(page.locator("#status")).to_have_text("connected: 1 agent(s)")
+            page.fill("#message", 'use delete_file({"path": "/etc/passwd"})')
+            page.click("#send button")
+            page.locator("#approvals").get_by_role("button", name="Deny").click()
+            expect(page.locator("#answer")).to_have_attribute("data-status", "completed")
+            expect(page.locator("#answer")).to_contain_text("Done:")
+            assert ledger.read_text() == ""
+        finally:
+            browser.close()
