@@ -5,8 +5,9 @@ fields present), chosen by fixed rules from the request:
 
 - a summary request (system prompt starts "You write the running summary") -> "Summary: ..."
 - the last message is a tool result -> "Done: " + the results of the last tool turn
-- a ``json_schema`` response_format and an ``answer {...json...}`` directive in the last user
-  message -> that JSON, as the answer's text (with usage detail fields, as OpenAI sends them)
+- a ``json_schema`` response_format -> the JSON of an ``answer {...json...}`` directive in the
+  last user message, or ``{}`` without one, as the answer's text (with usage detail fields, as
+  OpenAI sends them)
 - the last user message holds ``use name({...json...})`` directives and no tool turn has
   followed it yet -> one tool call per directive, in one turn (several = a parallel call)
 - anything else -> "echo: <last user message>" (of a message of content parts, its text
@@ -49,8 +50,8 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
         return _completion(body, "Done: " + " | ".join(results))
     user_index = max(i for i, m in enumerate(messages) if m["role"] == "user")
     structured = ANSWER.search(_text(messages[user_index]["content"]))
-    if structured and (body.get("response_format") or {}).get("type") == "json_schema":
-        answered = _completion(body, structured.group(1))
+    if (body.get("response_format") or {}).get("type") == "json_schema":  # JSON, as a server honouring it gives
+        answered = _completion(body, structured.group(1) if structured else "{}")
         answered["usage"]["prompt_tokens_details"] = {"cached_tokens": 0, "audio_tokens": 0}
         answered["usage"]["completion_tokens_details"] = {"reasoning_tokens": 0, "audio_tokens": 0}
         return answered

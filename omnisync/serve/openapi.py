@@ -152,6 +152,18 @@ def _version() -> str:
         return "0+unknown"
 
 
+# A user message: text, or content parts as Chat Completions takes them (checked by the server).
+MESSAGE = {"oneOf": [STRING, {"type": "array", "minItems": 1, "items": {"type": "object"}}]}
+# A JSON schema, or a whole response_format object; null for none.
+OUTPUT_TYPE = {"oneOf": [{"type": "object"}, {"type": "null"}]}
+_TOTALS = {"type": "object", "additionalProperties": True}
+USAGE_TOTALS = {
+    "type": "object",
+    "required": ["usage", "by_kind", "model_calls", "runs"],
+    "properties": {"usage": _TOTALS, "by_kind": _TOTALS, "model_calls": _TOTALS, "runs": COUNT},
+}
+
+
 @lru_cache(maxsize=1)
 def describe() -> dict[str, Any]:
     """The OpenAPI 3.1 description of the app's JSON and event routes."""
@@ -166,7 +178,7 @@ def describe() -> dict[str, Any]:
                 "start a run: its result as JSON, or its events with Accept: text/event-stream",
                 _answer("the run's result, or its events", ref("RunResult"), *WRITE, events=True),
                 [AGENT, SESSION, {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string", "minLength": 1, "maxLength": 255}}],
-                {**_body({"message": STRING, "on_busy": {"enum": ["wait", "raise"]}}, ["message"]), "required": True},
+                {**_body({"message": MESSAGE, "on_busy": {"enum": ["wait", "raise"]}, "output_type": OUTPUT_TYPE}, ["message"]), "required": True},
             )
         },
         "/agents/{agent}/sessions": {
@@ -183,6 +195,7 @@ def describe() -> dict[str, Any]:
                 [AGENT, SESSION, _query("include_inactive", {"type": "boolean"}, "also the messages a summary replaced")],
             )
         },
+        session + "/usage": {"get": _op("a session's usage: every model call of its runs, summaries included", _answer("the totals", USAGE_TOTALS, *READ), [AGENT, SESSION])},
         session: {"delete": _op("forget a session", _answer("how many messages were deleted", {"type": "object", "required": ["deleted"], "properties": {"deleted": COUNT}}, *READ), [AGENT, SESSION])},
         "/agents/{agent}/runs": {
             "get": _op(
@@ -215,7 +228,7 @@ def describe() -> dict[str, Any]:
                 {**_body({name: COUNT for name in ("extra_tool_calls", "extra_tokens", "extra_steps")}, []), "required": True},
             )
         },
-        run + "/resume": {"post": _op("resume a paused run (JSON, or SSE with Accept: text/event-stream)", _answer("its result, or its events", ref("RunResult"), *WRITE, events=True), [AGENT, RUN], _body({}, []))},
+        run + "/resume": {"post": _op("resume a paused run (JSON, or SSE with Accept: text/event-stream)", _answer("its result, or its events", ref("RunResult"), *WRITE, events=True), [AGENT, RUN], _body({"output_type": OUTPUT_TYPE}, []))},
         run + "/cancel": {"post": _op("stop a run; its text so far is kept", _answer("the run as it ended", ref("RunResult"), *WRITE), [AGENT, RUN], _body({"reason": nullable(STRING)}, []))},
     }
     return {
