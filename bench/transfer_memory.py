@@ -12,7 +12,7 @@ Plus ``baseline``: a process that imports omnisync and opens the store, and noth
 The last column is peak RSS at the longest length over the shortest (goal: within 1.5x).
 A measurement, not a test: it asserts nothing.
 
-    python bench/transfer_memory.py                      # 10^4 and 10^6: about N minutes on 2 cores
+    python bench/transfer_memory.py                      # 10^4 and 10^6: about 3 minutes on 2 cores
     python bench/transfer_memory.py --lengths 10000,100000 --dir /tmp/tm
 """
 
