@@ -254,6 +254,58 @@ class StoreContract:
         active = store.history(AGENT, "s")
         assert contents(active) == [f"{SUMMARY_PREFIX} two", "4", "5"] and more[0].seq > second.seq
 
+    # --- paging through a whole history -----------------------------------------------
+
+    def test_history_page_reads_forward_from_a_cursor(self, store):
+        written = store.append(AGENT, "s", [user(str(i)) for i in range(7)])
+        assert contents(store.history_page(AGENT, "s", None, 3)) == ["0", "1", "2"]
+        assert contents(store.history_page(AGENT, "s", written[2].seq, 3)) == ["3", "4", "5"]
+        assert contents(store.history_page(AGENT, "s", written[5].seq, 3)) == ["6"]
+        assert store.history_page(AGENT, "s", written[6].seq, 3) == []
+        assert contents(store.history_page(AGENT, "s", written[2].seq - 1, 2)) == ["2", "3"]  # a cursor between seqs
+
+    def test_iter_history_matches_history_across_page_boundaries(self, store):
+        store.append(AGENT, "s", [user(str(i)) for i in range(12)])
+        for size in (1, 4, 5, 12, 13):
+            paged = list(store.iter_history(AGENT, "s", page_size=size))
+            assert contents(paged) == [str(i) for i in range(12)], size
+            assert [m.seq for m in paged] == [m.seq for m in store.history(AGENT, "s")]
+
+    def test_paging_with_and_without_inactive_messages(self, store):
+        written = store.append(AGENT, "s", [user(str(i)) for i in range(8)])
+        summary = store.fold(AGENT, "s", summary_message(), first_seq=written[1].seq, last_seq=written[4].seq, expected_count=4, delete=False)
+        everything = store.history(AGENT, "s", include_inactive=True)
+        for size in (1, 2, 3, 9):
+            paged = list(store.iter_history(AGENT, "s", include_inactive=True, page_size=size))
+            assert [(m.seq, m.status, m.content) for m in paged] == [(m.seq, m.status, m.content) for m in everything], size
+            active = list(store.iter_history(AGENT, "s", page_size=size))
+            assert contents(active) == ["0", summary.content, "5", "6", "7"], size
+        page = store.history_page(AGENT, "s", written[0].seq, 3, include_inactive=True)
+        assert [(m.content, m.status) for m in page] == [("1", INACTIVE), ("2", INACTIVE), ("3", INACTIVE)]
+        assert all(m.agent == AGENT and m.session_id == "s" and m.created_at is not None for m in page)
+
+    def test_paging_an_empty_or_unknown_session(self, store):
+        assert store.history_page(AGENT, "nobody", None, 10) == []
+        assert store.history_page(AGENT, "nobody", 4, 10, include_inactive=True) == []
+        assert list(store.iter_history(AGENT, "nobody", include_inactive=True)) == []
+        store.append(AGENT, "s", [user("a")])
+        store.clear(AGENT, "s")
+        assert list(store.iter_history(AGENT, "s")) == []
+        with pytest.raises(ValueError, match="page_size"):
+            list(store.iter_history(AGENT, "s", page_size=0))
+
+    def test_appending_while_paging_reads_nothing_twice(self, store):
+        store.append(AGENT, "s", [user(str(i)) for i in range(6)])
+        seen = []
+        for message in store.iter_history(AGENT, "s", include_inactive=True, page_size=2):
+            seen.append(message)
+            if len(seen) in (1, 3, 5):  # between and inside pages, the writer adds two
+                store.append(AGENT, "s", [user(f"late {len(seen)}a"), user(f"late {len(seen)}b")])
+        seqs = [m.seq for m in seen]
+        assert len(seqs) == len(set(seqs)) and seqs == sorted(seqs)
+        assert contents(seen) == contents(store.history(AGENT, "s", include_inactive=True))
+        assert len(seen) == 12
+
     # --- runs ---------------------------------------------------------------------------
 
     def _run(self, run_id="r1", session_id="s", **changes):

@@ -110,3 +110,115 @@ def test_export_sqlite_refuses_an_existing_file(source, tmp_path):
         export_sqlite(source, path)
     assert path.read_bytes() == b"mine"
 
+
+
+class Recording(InMemoryStore):
+    """An in-process store that records which history reads it was asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, ...]] = []
+
+    def history(self, agent, session_id, include_inactive=False):
+        self.calls.append(("history", agent, session_id))
+        return super().history(agent, session_id, include_inactive)
+
+    def history_page(self, agent, session_id, after_seq, limit, include_inactive=False):
+        self.calls.append(("history_page", agent, session_id, after_seq, limit))
+        return super().history_page(agent, session_id, after_seq, limit, include_inactive)
+
+
+def long_session(store, count: int = 1200) -> None:
+    """One session longer than two pages, with a fold kept inactive in the middle of a page boundary."""
+    written = []
+    for start in range(0, count, 300):
+        written += store.append(AGENT, "long", [user(f"m{i}") for i in range(start, min(start + 300, count))])
+    store.fold(AGENT, "long", summary_of(written[450].seq, written[520].seq), first_seq=written[450].seq,
+               last_seq=written[520].seq, expected_count=71, delete=False)
+
+
+def summary_of(first: int, last: int):
+    from transfer_helpers import summary
+
+    return summary("a page-crossing fold", first, last, last - first)
+
+
+def history_reads(store: Recording) -> tuple[int, int]:
+    return sum(c[0] == "history" for c in store.calls), sum(c[0] == "history_page" for c in store.calls)
+
+
+def test_export_and_copy_read_page_by_page_never_the_whole_history(tmp_path):
+    source = Recording()
+    fill(source)
+    long_session(source)
+    out = io.StringIO()
+    export_jsonl(source, out)
+    whole, pages = history_reads(source)
+    assert whole == 0 and pages == 3 + 3  # three small sessions, one page each; the long one (1,201 stored) in three
+    assert all(c[4] == 500 for c in source.calls if c[0] == "history_page")
+    long_cursors = [c[3] for c in source.calls if c[2] == "long"]
+    assert long_cursors[0] is None and long_cursors == sorted(long_cursors, key=lambda s: -1 if s is None else s)
+
+    source.calls.clear()
+    target = Recording()
+    copy_store(source, target)
+    assert history_reads(source) == (0, 6)
+    assert history_reads(target)[0] == 0  # the end-of-copy check pages too
+    assert snapshot(target) == snapshot(source)
+
+    source.calls.clear()
+    imported = Recording()
+    import_export(imported, read_export(io.StringIO(out.getvalue())))
+    assert history_reads(imported)[0] == 0 and snapshot(imported) == snapshot(source)
+
+
+def test_import_reads_interleaved_sessions_and_refuses_seqs_out_of_order(source, tmp_path):
+    out = io.StringIO()
+    export_jsonl(source, out)
+    lines = out.getvalue().splitlines()
+    messages = [line for line in lines if '"kind":"message"' in line]
+    s1 = [line for line in messages if '"session_id":"s1"' in line and f'"agent":"{AGENT}"' in line]
+    rest = [line for line in lines if line not in s1]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("\n".join(s1[:3] + rest[:2] + s1[3:] + rest[2:]) + "\n")
+    target = InMemoryStore()
+    import_export(target, read_export(mixed))
+    assert snapshot(target) == snapshot(source)
+
+    swapped = tmp_path / "swapped.jsonl"
+    swapped.write_text("\n".join([s1[1], s1[0]] + s1[2:]) + "\n")
+    with pytest.raises(TransferError, match="swapped.jsonl, line 2: seq 2 .* must be in seq order"):
+        read_export(swapped)
+
+
+def test_seq_map_answers_as_a_full_list_would_and_stays_small():
+    import bisect
+    import random
+
+    from omnisync.transfer.seq_map import SeqMap
+
+    rng = random.Random(7)
+    olds, news, old, new = [], [], 0, 0
+    for _ in range(3000):
+        old += rng.choice([2, 2, 2, 2, 1, 4])  # messages, now and then a summary or a gap
+        new += 2 if rng.random() < 0.9 else 1
+        olds.append(old)
+        news.append(new)
+    seqs = SeqMap()
+    for pair in zip(olds, news):
+        seqs.add(*pair)
+
+    def expected(value, up):
+        if up:
+            i = bisect.bisect_left(olds, value)
+            return news[i] if i < len(olds) else news[-1] + 2
+        i = bisect.bisect_right(olds, value) - 1
+        return news[i] if i >= 0 else news[0]
+
+    for value in range(0, old + 5):
+        assert seqs.new_seq(value, up=True) == expected(value, True), value
+        assert seqs.new_seq(value, up=False) == expected(value, False), value
+    unchanged = SeqMap()
+    for value in range(2, 200_000, 2):
+        unchanged.add(value, value)
+    assert len(unchanged) == 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
@@ -65,6 +65,36 @@ class MemoryStore(ABC):
     @abstractmethod
     def history(self, agent: str, session_id: str, include_inactive: bool = False) -> list[Message]:
         """Every active message of the session (with ``include_inactive``, every stored one), oldest first."""
+
+    @abstractmethod
+    def history_page(
+        self, agent: str, session_id: str, after_seq: int | None, limit: int, include_inactive: bool = False
+    ) -> list[Message]:
+        """Up to ``limit`` messages with ``seq > after_seq`` (None: from the start), oldest first.
+
+        Active only, or with ``include_inactive`` every stored one. One bounded read: its cost
+        depends on ``limit``, not on the session's length. The next page starts after the last
+        seq of this one (see :meth:`iter_history`).
+        """
+
+    def iter_history(
+        self, agent: str, session_id: str, include_inactive: bool = False, page_size: int = 500
+    ) -> Iterator[Message]:
+        """The session's history, oldest first, read ``page_size`` messages at a time.
+
+        Holds one page in memory, never the whole session. Each page starts after the last seq
+        seen, so a message appended while paging is read once (if it lands after the cursor) and
+        none is read twice. Not one snapshot: a fold made meanwhile may show across two pages.
+        """
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, not {page_size!r}")
+        after: int | None = None
+        while True:
+            page = self.history_page(agent, session_id, after, page_size, include_inactive=include_inactive)
+            yield from page
+            if len(page) < page_size:
+                return
+            after = page[-1].seq
 
     @abstractmethod
     def clear(self, agent: str, session_id: str | None = None) -> int:

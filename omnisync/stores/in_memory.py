@@ -72,6 +72,23 @@ class InMemoryStore(MemoryStore):
                 return []
             return [_copy(m) for m in session.messages if include_inactive or m.status == ACTIVE]
 
+    def history_page(
+        self, agent: str, session_id: str, after_seq: int | None, limit: int, include_inactive: bool = False
+    ) -> list[Message]:
+        with self._lock:
+            session = self._sessions.get((agent, session_id))
+            if session is None or limit <= 0:
+                return []
+            start = 0 if after_seq is None else bisect.bisect_right(session.seqs, after_seq)
+            found: list[Message] = []
+            for index in range(start, len(session.messages)):
+                message = session.messages[index]
+                if include_inactive or message.status == ACTIVE:
+                    found.append(_copy(message))
+                    if len(found) == limit:
+                        break
+            return found
+
     def clear(self, agent: str, session_id: str | None = None) -> int:
         with self._lock:
             cleared = 0

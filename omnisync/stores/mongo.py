@@ -262,6 +262,18 @@ class MongoStore(MemoryStore):
         with self._errors(f"reading the history of session {session_id!r}"):
             return [_document_message(doc) for doc in self.messages.find(query).sort("seq", ASCENDING)]
 
+    def history_page(
+        self, agent: str, session_id: str, after_seq: int | None, limit: int, include_inactive: bool = False
+    ) -> list[Message]:
+        if limit <= 0:
+            return []
+        status: Any = {"$ne": CLEARED} if include_inactive else ACTIVE
+        query: dict[str, Any] = {**_session(agent, session_id), "status": status}
+        if after_seq is not None:
+            query["seq"] = {"$gt": int(after_seq)}
+        with self._errors(f"reading a page of the history of session {session_id!r}"):
+            return [_document_message(doc) for doc in self.messages.find(query).sort("seq", ASCENDING).limit(limit)]
+
     def clear(self, agent: str, session_id: str | None = None) -> int:
         """Delete the messages under a "cleared" mark one above the session's newest seq.
 

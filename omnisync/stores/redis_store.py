@@ -166,6 +166,13 @@ _HISTORY = """
 return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('ZRANGE', KEYS[2], 0, -1)}
 """
 
+# KEYS: active, inactive. ARGV: lowest score ("-inf" or "(seq"), page size.
+# The first page-size of each set at one moment; the caller merges them by seq and keeps page-size.
+_HISTORY_PAGE = """
+return {redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf', 'LIMIT', 0, ARGV[2]),
+        redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf', 'LIMIT', 0, ARGV[2])}
+"""
+
 # KEYS: record, run index
 # ARGV: expected version ("" creates), new version, data, status, session, finished (µs or ""),
 #       index score, run token, expire at (ms or "")
@@ -253,6 +260,7 @@ class RedisStore(MemoryStore):
         self._append = client.register_script(_APPEND)
         self._fold = client.register_script(_FOLD)
         self._history = client.register_script(_HISTORY)
+        self._history_page = client.register_script(_HISTORY_PAGE)
         self._save_run = client.register_script(_SAVE_RUN)
         self._list_runs = client.register_script(_LIST_RUNS)
         self._load_lease = client.register_script(_LOAD_LEASE)
@@ -371,6 +379,24 @@ class RedisStore(MemoryStore):
         stored = [_message(m, agent, session_id, ACTIVE) for m in kept]
         stored += [_message(m, agent, session_id, INACTIVE) for m in folded]
         return sorted(stored, key=lambda m: m.seq)  # type: ignore[arg-type,return-value]
+
+    def history_page(
+        self, agent: str, session_id: str, after_seq: int | None, limit: int, include_inactive: bool = False
+    ) -> list[Message]:
+        """Active only: one ZRANGEBYSCORE. With inactive: one script reading both sets (one slot)."""
+        if limit <= 0:
+            return []
+        active, inactive, _ = self._session_keys(agent, session_id)
+        lowest = "-inf" if after_seq is None else f"({int(after_seq)}"
+        with self._errors():
+            if not include_inactive:
+                members = cast("list[bytes]", self.client.zrangebyscore(active, lowest, "+inf", start=0, num=limit))
+                return [_message(member, agent, session_id, ACTIVE) for member in members]
+            kept, folded = self._history_page(keys=[active, inactive], args=[lowest, limit])
+        stored = [_message(m, agent, session_id, ACTIVE) for m in kept]
+        stored += [_message(m, agent, session_id, INACTIVE) for m in folded]
+        stored.sort(key=lambda m: m.seq)  # type: ignore[arg-type,return-value]
+        return stored[:limit]
 
     def clear(self, agent: str, session_id: str | None = None) -> int:
         with self._errors():

@@ -237,6 +237,20 @@ class SQLStore(MemoryStore):
         with self._statement() as conn:
             return rows_messages(conn.execute(query), agent, session_id, status=None)
 
+    def history_page(
+        self, agent: str, session_id: str, after_seq: int | None, limit: int, include_inactive: bool = False
+    ) -> list[Message]:
+        if limit <= 0:
+            return []
+        table = schema.messages
+        query = sa.select(*MESSAGE_COLUMNS, table.c.status).where(_session_key(agent, session_id)).order_by(table.c.seq).limit(limit)
+        if after_seq is not None:
+            query = query.where(table.c.seq > after_seq)
+        if not include_inactive:
+            query = query.where(table.c.status == ACTIVE)
+        with self._statement() as conn:
+            return rows_messages(conn.execute(query), agent, session_id, status=None)
+
     def clear(self, agent: str, session_id: str | None = None) -> int:
         key = schema.messages.c.agent == agent
         if session_id is not None:

@@ -62,7 +62,7 @@ def _write_lines(lines: Iterator[dict[str, Any]], out: TextIO) -> int:
 
 def _messages(store: MemoryStore, sessions: list[SessionInfo]) -> Iterator[Message]:
     for info in sessions:
-        yield from store.history(info.agent, info.session_id, include_inactive=True)
+        yield from store.iter_history(info.agent, info.session_id, include_inactive=True)
 
 
 def _runs(store: MemoryStore, sessions: list[SessionInfo], agent: str | None, session_id: str | None) -> Iterator[RunRecord]:

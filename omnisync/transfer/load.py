@@ -8,8 +8,11 @@ after writing began is raised as TransferError saying what was left written (its
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Iterator
+import tempfile
+import weakref
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
@@ -17,32 +20,67 @@ from .._logging import logger
 from ..errors import TransferError
 from ..stores.base import MemoryStore
 from .progress import Progress
-from .records import Export, SessionDump, agents_of, parse, selected_sessions
+from .records import Export, agents_of, parse, selected_sessions
 from .restore import Report, Restorer
 
 
 def read_export(source: TextIO | str | os.PathLike[str], *, name: str | None = None) -> Export:
-    """Read and check a whole JSON Lines export (a path, or an open text stream) before anything is written."""
+    """Check a whole JSON Lines export (a path, or an open text stream) before anything is written.
+
+    Keeps per-session counts and the run records, not the messages: an import reads a path's
+    lines again as it writes them. A stream is copied to a temporary file as it is checked.
+    """
     if not isinstance(source, (str, os.PathLike)):
-        return parse(source, name or str(getattr(source, "name", "the export")))
+        shown = name or str(getattr(source, "name", "the export"))
+        spool = tempfile.TemporaryFile("w+", encoding="utf-8")
+        parsed = parse(_copied(source, spool), shown)
+        parsed.reopen = lambda: _rewound(spool)
+        weakref.finalize(parsed, spool.close)
+        return parsed
     shown = name or os.fspath(source)
+    path = os.fspath(source)
     try:
-        with open(source, encoding="utf-8-sig") as lines:
-            return parse(lines, shown)
+        with open(path, encoding="utf-8-sig") as lines:
+            parsed = parse(lines, shown)
     except OSError as exc:
         raise TransferError(f"cannot read {shown}: {exc.strerror or exc}") from None
+    parsed.reopen = lambda: _reopened(path, shown)
+    return parsed
 
 
 def import_export(store: MemoryStore, export: Export, *, append: bool = False, progress: Progress | None = None) -> Report:
-    """Write a parsed export into ``store``, then verify the counts; see the module docstring."""
+    """Write a checked export into ``store`` as its lines are read again, then verify the counts; see the module docstring."""
     restorer = Restorer(store, append=append, progress=progress)
-    restorer.check_free(((s.agent, s.session_id) for s in export.sessions), export.runs)
+    restorer.check_free(export.sessions, export.runs)
     restorer.progress.start(export.message_count + len(export.runs))
     with _explained(restorer):
-        for dump in export.sessions:
-            restorer.session(dump)
+        for (agent, session_id), messages in itertools.groupby(export.messages(), key=lambda m: (m.agent, m.session_id)):
+            restorer.session(agent, session_id, messages)
         restorer.runs(export.runs)
     return restorer.verify()
+
+
+def _copied(lines: Iterable[str], spool: TextIO) -> Iterator[str]:
+    for line in lines:
+        spool.write(line)
+        yield line
+
+
+@contextmanager
+def _rewound(spool: TextIO) -> Iterator[Iterable[str]]:
+    spool.flush()
+    spool.seek(0)
+    yield spool
+
+
+@contextmanager
+def _reopened(path: str, shown: str) -> Iterator[Iterable[str]]:
+    try:
+        lines = open(path, encoding="utf-8-sig")
+    except OSError as exc:
+        raise TransferError(f"cannot read {shown} again: {exc.strerror or exc}") from None
+    with lines:
+        yield lines
 
 
 def copy_store(
@@ -62,8 +100,7 @@ def copy_store(
     restorer.progress.start(sum(s.message_count for s in sessions) + len(runs))
     with _explained(restorer):
         for info in sessions:
-            messages = source.history(info.agent, info.session_id, include_inactive=True)
-            restorer.session(SessionDump(info.agent, info.session_id, messages))
+            restorer.session(info.agent, info.session_id, source.iter_history(info.agent, info.session_id, include_inactive=True))
         restorer.runs(runs)
     return restorer.verify()
 

@@ -14,9 +14,9 @@ An export lists each session's messages in seq order, then its agent's run recor
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ContextManager, cast
 
 from ..messages import ACTIVE, INACTIVE, ROLES, Message, from_chat
 from ..run_record import RunRecord
@@ -54,18 +54,6 @@ def dumps(line: dict[str, Any]) -> str:
     return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
 
 
-@dataclass
-class SessionDump:
-    """One session's stored messages (active, inactive and summaries), oldest first."""
-
-    agent: str
-    session_id: str
-    messages: list[Message] = field(default_factory=list)
-
-    def counts(self) -> "Counts":
-        return Counts.of(self.messages)
-
-
 @dataclass(frozen=True)
 class Counts:
     """What the end-of-copy check compares, per session."""
@@ -76,8 +64,13 @@ class Counts:
 
     @classmethod
     def of(cls, messages: Iterable[Message]) -> "Counts":
-        listed = list(messages)
-        return cls(len(listed), sum(m.status == ACTIVE for m in listed), sum(m.is_summary for m in listed))
+        """Counted as they go by: ``messages`` may be a store's paged iterator."""
+        total = active = summaries = 0
+        for message in messages:
+            total += 1
+            active += message.status == ACTIVE
+            summaries += message.is_summary
+        return cls(total, active, summaries)
 
     def __add__(self, other: "Counts") -> "Counts":
         return Counts(self.total + other.total, self.active + other.active, self.summaries + other.summaries)
@@ -104,50 +97,78 @@ def agents_of(sessions: Iterable[SessionInfo], agent: str | None) -> list[str]:
 # --- reading an export ---------------------------------------------------------------
 
 
+Key = tuple[str, str]
+
+
 @dataclass
 class Export:
-    """A parsed export: sessions in the order they first appear, then run records."""
+    """A checked export: what each session holds, and the run records; the messages stay in the file.
 
-    sessions: list[SessionDump] = field(default_factory=list)
+    :func:`~omnisync.transfer.read_export` checks every line and keeps only per-session counts
+    and the run records; :meth:`messages` reads the lines again, one at a time, when an import
+    writes them. So an import's memory does not grow with the number of messages.
+    """
+
+    sessions: dict[Key, Counts] = field(default_factory=dict)
+    """Per (agent, session_id), in the order each first appears."""
     runs: list[RunRecord] = field(default_factory=list)
+    source: str = "the export"
+    reopen: Callable[[], ContextManager[Iterable[str]]] | None = None
 
     @property
     def message_count(self) -> int:
-        return sum(len(s.messages) for s in self.sessions)
+        return sum(c.total for c in self.sessions.values())
+
+    def messages(self) -> Iterator[Message]:
+        """The messages, in file order (each session's oldest first), read again from the source."""
+        if self.reopen is None:
+            return
+        with self.reopen() as lines:
+            for number, line in _lines(lines, self.source):
+                if line.get("kind") == MESSAGE:
+                    yield _message(line, f"{self.source}, line {number}")
 
 
 def parse(lines: Iterable[str], source: str) -> Export:
-    """Read and check every line before anything is written; a bad line names its number."""
-    parsed = Export()
-    by_key: dict[tuple[str, str], SessionDump] = {}
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
+    """Check every line before anything is written (a bad line names its number); keep counts and run records.
+
+    A session's messages must come in seq order, as an export writes them (sessions may interleave).
+    """
+    parsed = Export(source=source)
+    last_seq: dict[Key, int] = {}
+    for number, line in _lines(lines, source):
         where = f"{source}, line {number}"
-        try:
-            line = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TransferError(f"{where}: not JSON ({exc.msg})") from None
-        if not isinstance(line, dict):
-            raise TransferError(f"{where}: expected a JSON object, not {type(line).__name__}")
         kind = line.get("kind")
         if kind == MESSAGE:
             message = _message(line, where)
             key = (message.agent, message.session_id)
-            if key not in by_key:
-                by_key[key] = SessionDump(*key)
-                parsed.sessions.append(by_key[key])
-            by_key[key].messages.append(message)
+            seq = cast(int, message.seq)  # _message checked it
+            if key in last_seq and seq <= last_seq[key]:
+                raise TransferError(
+                    f"{where}: seq {seq} of session {message.session_id!r} of agent {message.agent!r} does not come after "
+                    f"seq {last_seq[key]}; a session's messages must be in seq order, as export writes them (sort the file by seq)"
+                )
+            last_seq[key] = seq
+            parsed.sessions[key] = parsed.sessions.get(key, Counts()) + Counts.of((message,))
         elif kind == RUN:
             parsed.runs.append(_run(line, where))
         else:
             raise TransferError(f"{where}: unknown kind {kind!r} (expected 'message' or 'run')")
-    for dump in parsed.sessions:
-        dump.messages.sort(key=lambda m: m.seq)  # type: ignore[arg-type, return-value]
-        seqs = [m.seq for m in dump.messages]
-        if len(set(seqs)) != len(seqs):
-            raise TransferError(f"{source}: session {dump.session_id!r} of agent {dump.agent!r} has two messages with one seq")
     return parsed
+
+
+def _lines(lines: Iterable[str], source: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line as a JSON object, with its number."""
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TransferError(f"{source}, line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(line, dict):
+            raise TransferError(f"{source}, line {number}: expected a JSON object, not {type(line).__name__}")
+        yield number, line
 
 
 def _message(line: dict[str, Any], where: str) -> Message:
@@ -208,7 +229,7 @@ def iter_lines(store: MemoryStore, sessions: list[SessionInfo], agent: str | Non
     for name in agents_of(sessions, agent):
         for info in sessions:
             if info.agent == name:
-                for message in store.history(name, info.session_id, include_inactive=True):
+                for message in store.iter_history(name, info.session_id, include_inactive=True):
                     yield message_line(message)
         for record in store.list_runs(name, session_id=session_id):
             yield run_line(record)

@@ -26,7 +26,6 @@ skipped (the store would drop it anyway).
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -36,7 +35,8 @@ from ..run_record import RunRecord
 from ..stores.base import SEQ_STEP, MemoryStore
 from ..errors import TransferError
 from .progress import NoProgress, Progress
-from .records import Counts, SessionDump
+from .records import Counts
+from .seq_map import SeqMap
 
 APPEND_BATCH = 500
 PLACEHOLDER = Message(role="user", content="", metadata={"omnisync": "import placeholder"})
@@ -73,8 +73,9 @@ class Restorer:
         self.progress: Progress | NoProgress = progress or NoProgress()
         self.report: Report = Report()
         self._expected: dict[Key, Counts] = {}
-        self._seqs: dict[Key, tuple[list[int], list[int]]] = {}
+        self._seqs: dict[Key, SeqMap] = {}
         self._written_runs: list[RunRecord] = []
+        self._replays: dict[Key, _Replay] = {}
         self.started: bool = False
         """Whether anything has been written (a failure after that leaves the destination partly written)."""
 
@@ -89,7 +90,7 @@ class Restorer:
         taken = [key for key in wanted if key in held]
         if self.append:
             for key in taken:
-                self._expected[key] = Counts.of(self.store.history(*key, include_inactive=True))
+                self._expected[key] = Counts.of(self.store.iter_history(*key, include_inactive=True))
             return
         if taken:
             names = ", ".join(f"{s!r} of {a!r}" for a, s in taken[:_SHOWN]) + (" ..." if len(taken) > _SHOWN else "")
@@ -107,21 +108,31 @@ class Restorer:
 
     # --- sessions -------------------------------------------------------------------
 
-    def session(self, dump: SessionDump) -> None:
-        """Replay one session's history (see the module docstring)."""
-        key = (dump.agent, dump.session_id)
+    def session(self, agent: str, session_id: str, messages: Iterable[Message]) -> None:
+        """Replay one session's history (see the module docstring), oldest first, as ``messages`` yields it.
+
+        Holds one batch of messages at a time. Called again for the same session (an export
+        whose sessions interleave), it carries on where the last call stopped.
+        """
+        key = (agent, session_id)
         self.started = True
-        self._expected[key] = self._expected.get(key, Counts()) + dump.counts()
-        replay = _Replay(self.store, dump.agent, dump.session_id, self.progress)
-        for message in dump.messages:
+        replay = self._replays.get(key)
+        if replay is None:
+            replay = self._replays[key] = _Replay(self.store, agent, session_id, self.progress)
+            self._seqs[key] = replay.seqs
+        counted = Counts()
+        for message in messages:
+            counted = counted + Counts.of((message,))
             if message.is_summary:
                 replay.summary(message)
             else:
                 replay.add(message)
         replay.flush()
-        self._seqs[key] = (replay.old_seqs, replay.new_seqs)
-        self.report.sessions += 1
-        self.report.written = self.report.written + dump.counts()
+        self._expected[key] = self._expected.get(key, Counts()) + counted
+        if not replay.counted:
+            replay.counted = True
+            self.report.sessions += 1
+        self.report.written = self.report.written + counted
 
     # --- runs -----------------------------------------------------------------------
 
@@ -151,10 +162,10 @@ class Restorer:
             return record
         changes: dict[str, Any] = {}
         if record.first_written_seq is not None:
-            changes["first_written_seq"] = _new_seq(seqs, record.first_written_seq, up=True)
+            changes["first_written_seq"] = seqs.new_seq(record.first_written_seq, up=True)
         if record.loaded_seq is not None:
             low, high = record.loaded_seq
-            changes["loaded_seq"] = (_new_seq(seqs, low, up=True), _new_seq(seqs, high, up=False))
+            changes["loaded_seq"] = (seqs.new_seq(low, up=True), seqs.new_seq(high, up=False))
         return record.evolve(**changes)
 
     # --- the check at the end -------------------------------------------------------
@@ -163,7 +174,7 @@ class Restorer:
         """Count what the store holds now against what was meant to be there; raise if they differ."""
         wrong = []
         for (agent, session_id), expected in self._expected.items():
-            found = Counts.of(self.store.history(agent, session_id, include_inactive=True))
+            found = Counts.of(self.store.iter_history(agent, session_id, include_inactive=True))
             if found != expected:
                 wrong.append(f"session {session_id!r} of {agent!r}: expected {expected.describe()}, found {found.describe()}")
         for record in self._written_runs:
@@ -177,7 +188,11 @@ class Restorer:
 
 
 class _Replay:
-    """One session's replay: what is live so far, and the old and new seq of everything written."""
+    """One session's replay: the batch not yet written, the run of inactive messages it ends on, and the seq map.
+
+    Only the trailing run of inactive messages matters to the next summary (its fold covers
+    exactly them), so that run is kept as its first and last new seq and its length.
+    """
 
     def __init__(self, store: MemoryStore, agent: str, session_id: str, progress: Progress) -> None:
         self.store = store
@@ -185,9 +200,9 @@ class _Replay:
         self.session_id = session_id
         self.progress = progress
         self.pending: list[Message] = []
-        self.live: list[tuple[Message, int]] = []  # (as exported, new seq) of what is active now
-        self.old_seqs: list[int] = []
-        self.new_seqs: list[int] = []
+        self.inactive_first = self.inactive_last = self.inactive_count = 0
+        self.seqs = SeqMap()
+        self.counted = False
 
     def add(self, message: Message) -> None:
         self.pending.append(message)
@@ -205,13 +220,9 @@ class _Replay:
 
     def summary(self, summary: Message) -> None:
         self.flush()
-        folded: list[int] = []
-        for original, new_seq in reversed(self.live):  # the inactive ones just before the summary
-            if original.status != INACTIVE:
-                break
-            folded.insert(0, new_seq)
+        folded = self.inactive_count
         if folded:
-            first, last, delete = folded[0], folded[-1], False
+            first, last, delete = self.inactive_first, self.inactive_last, False
         else:  # its originals were deleted: fold one placeholder away, deleting it
             (placeholder,) = self.store.append(self.agent, self.session_id, [PLACEHOLDER])
             first = last = cast(int, placeholder.seq)  # appended, so it has its seq
@@ -222,7 +233,7 @@ class _Replay:
             _fresh(summary, folded_range=(first, last)),
             first_seq=first,
             last_seq=last,
-            expected_count=len(folded) or 1,
+            expected_count=folded or 1,
             delete=delete,
         )
         if written is None:
@@ -230,14 +241,19 @@ class _Replay:
                 f"the store refused to restore the summary at seq {summary.seq} of session {self.session_id!r} "
                 f"of {self.agent!r} (is something else writing to it?); the session is only partly written"
             )
-        del self.live[len(self.live) - len(folded) :]
+        self.inactive_count = 0
         self._placed(summary, written.seq)  # type: ignore[arg-type]
         self.progress.advance()
 
     def _placed(self, original: Message, new_seq: int) -> None:
-        self.live.append((original, new_seq))
-        self.old_seqs.append(original.seq)  # type: ignore[arg-type]
-        self.new_seqs.append(new_seq)
+        if original.status == INACTIVE:
+            if not self.inactive_count:
+                self.inactive_first = new_seq
+            self.inactive_last = new_seq
+            self.inactive_count += 1
+        else:
+            self.inactive_count = 0
+        self.seqs.add(original.seq, new_seq)  # type: ignore[arg-type]
 
 
 def _fresh(message: Message, folded_range: tuple[int, int] | None = None) -> Message:
@@ -247,18 +263,3 @@ def _fresh(message: Message, folded_range: tuple[int, int] | None = None) -> Mes
     if folded_range is not None and isinstance(info, dict) and ("first_seq" in info or "last_seq" in info):
         metadata = {**metadata, "summary": {**info, "first_seq": folded_range[0], "last_seq": folded_range[1]}}
     return replace(message, metadata=metadata, status=ACTIVE, seq=None, created_at=None, agent="", session_id="")
-
-
-def _new_seq(seqs: tuple[list[int], list[int]], old: int, *, up: bool) -> int:
-    """The new seq of the message that had ``old`` (or, if it is gone, of its nearest neighbour that way).
-
-    Both lists are in seq order: the replay writes oldest first.
-    """
-    olds, news = seqs
-    if not olds:
-        return old
-    if up:
-        index = bisect.bisect_left(olds, old)
-        return news[index] if index < len(olds) else news[-1] + SEQ_STEP
-    index = bisect.bisect_right(olds, old) - 1
-    return news[index] if index >= 0 else news[0]
