@@ -43,7 +43,7 @@ from .._aio_pool import call as in_thread
 from .._logging import logger
 from ..errors import OmnisyncError, RunConflictError
 from ..results import RunResult
-from ..run_record import RUNNING, RunRecord
+from ..run_record import PAUSED_STATUSES, RUNNING, RunRecord
 from ..runner import result_of
 from . import idempotency
 from .agents import Agents, served_agents
