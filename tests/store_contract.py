@@ -403,6 +403,31 @@ class SharedStoreContract(StoreContract):
         assert sorted(contents(stored)) == sorted(f"{p}-{i}" for p in ("p1", "p2") for i in range(200))
 
 
+    def test_two_processes_appending_events_to_one_run_share_no_id(self, store, store_opener):
+        context = multiprocessing.get_context("spawn")
+        workers = [context.Process(target=_append_events_many, args=(store_opener, name, 50)) for name in ("p1", "p2")]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=180)
+            assert worker.exitcode == 0
+        events = store.read_events(AGENT, "shared")
+        assert [e.id for e in events] == list(range(1, 201))
+        for first, second in zip(events[::2], events[1::2]):  # an append's events stay together
+            assert first.name == second.name and first.data["i"] == second.data["i"]
+        for name in ("p1", "p2"):
+            assert [e.data["i"] for e in events[::2] if e.name == name] == list(range(50))
+
+
+def _append_events_many(opener, name: str, count: int) -> None:
+    store = opener()
+    try:
+        for i in range(count):
+            store.append_events(AGENT, "shared", [(name, {"i": i}), (name, {"i": i, "second": True})])
+    finally:
+        store.close()
+
+
 def _append_many(opener, name: str, count: int) -> None:
     store = opener()
     try:
