@@ -12,8 +12,8 @@ Three collections, named after ``collection`` (default ``messages``):
   on (agent, run_id, version), and a TTL index on ``expires_at`` where the server has one.
 - ``messages_run_events``: a run's events, one document per append holding ids ``first`` to
   ``last`` (``events``: ``{n: name, d: data as JSON text}``, as FerretDB has no nested arrays); a unique index on (agent, run_id, first), one on (agent, run_id, last) for reads
-  from a cursor, and the runs' TTL index. Saving a run with ``expires_at`` sets it on its
-  events too (an update that only ever sets one value), and pruning a run deletes them.
+  from a cursor, and the runs' TTL index. An append gives the run's events its ``expires_at``
+  (an update that only ever sets one value), and pruning a run deletes them.
 
 The one write both servers make atomic is an insert under a unique index, so every
 compare-and-set here is an insert that the index refuses when someone got there first:
@@ -416,8 +416,6 @@ class MongoStore(MemoryStore):
                 self.runs.delete_many({**key, "version": {"$lt": version}})
             except PyMongoError as exc:  # readers skip them; the next save deletes them
                 logger.warning("%s: could not delete the old versions of run %r: %s", self._describe(), record.run_id, exc)
-            if saved.expires_at is not None:  # the run's events expire with it
-                self.events.update_many(key, {"$set": {"expires_at": saved.expires_at}})
         return saved
 
     def _forget_if_expired(self, key: dict[str, str]) -> None:
@@ -495,23 +493,28 @@ class MongoStore(MemoryStore):
         ``last`` + 1 (one indexed read), claimed by the insert under the unique index on
         ``first``. A writer that read a stale ``last`` meets the document that followed it
         (whose ``first`` is that ``last`` + 1) and tries again, so ids never overlap and a
-        reader never sees a gap. The document takes the run's ``expires_at``."""
+        reader never sees a gap. The documents take the run's ``expires_at`` at each append: the
+        server appends a run's ending after the save that gives it one, so every event expires
+        with the run, and saving a run costs no write here."""
         key = _run_key(agent, run_id)
         checked = check_events(events)
         with self._errors(f"appending events of run {run_id!r}"):
             for attempt in range(APPEND_TRIES):
-                newest = self.events.find_one(key, {"last": 1}, sort=[("last", DESCENDING)])
+                newest = self.events.find_one(key, {"last": 1, "expires_at": 1}, sort=[("last", DESCENDING)])
                 last = int(newest["last"]) if newest else 0
                 if not checked:
                     return last
                 run = self.runs.find_one(key, {"expires_at": 1}, sort=[("version", DESCENDING)])
+                expires = run.get("expires_at") if run else None
                 document = {**key, "first": last + 1, "last": last + len(checked), "events": [{"n": name, "d": data} for name, data in checked]}
-                document["expires_at"] = run.get("expires_at") if run else None
                 try:
-                    self.events.insert_one(document)
-                    return last + len(checked)
+                    self.events.insert_one({**document, "expires_at": expires})
                 except DuplicateKeyError:
                     time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+                    continue
+                if newest is not None and _utc(newest.get("expires_at")) != _utc(expires):  # the run's expiry changed: its events follow
+                    self.events.update_many(key, {"$set": {"expires_at": expires}})
+                return last + len(checked)
         raise StoreError(f"{self._describe()}: events of run {run_id!r} were not appended: other writers took the next ids {APPEND_TRIES} times")
 
     def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
