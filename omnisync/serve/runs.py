@@ -160,6 +160,8 @@ class Drive:
         except BaseException as error:
             if step is not None:
                 step.cancel()
+            if isinstance(error, Exception):
+                await self._store([])  # the text the run said before it failed
             for future in (self.started, self.finished):
                 if not future.done():
                     future.set_exception(error)
@@ -228,7 +230,7 @@ class RunHub:
     def __init__(self) -> None:
         self._drives: set[Drive] = set()
         self._live: dict[tuple[str, str], Drive] = {}
-        self._nudges: dict[tuple[str, str], asyncio.Event] = {}
+        self._nudges: dict[tuple[str, str], set[asyncio.Event]] = {}  # each follower's, while it waits
 
     def drive(
         self, name: str, agent: aio.OmniCoreAgent, stream: AsyncAgentStream, on_start: Callable[[str], Awaitable[None]] | None = None
@@ -280,10 +282,7 @@ class RunHub:
             if time.monotonic() - quiet_since >= keepalive:
                 quiet_since = time.monotonic()
                 yield None
-            nudge = self._nudges.setdefault((name, run_id), asyncio.Event())
-            try:
-                await asyncio.wait_for(nudge.wait(), delay)
-            except asyncio.TimeoutError:
+            if not await self._nudged(name, run_id, delay):
                 delay = min(delay * 2, POLL_SECONDS[1])
 
     async def _final_if_settled(self, agent: aio.OmniCoreAgent, run_id: str) -> Sent | None:
@@ -307,10 +306,25 @@ class RunHub:
             del self._live[(drive.name, drive.run_id)]
         self._nudge(drive.name, drive.run_id)
 
+    async def _nudged(self, name: str, run_id: str, timeout: float) -> bool:
+        """Whether a drive in this process stored events of the run within ``timeout`` seconds."""
+        key, nudge = (name, run_id), asyncio.Event()
+        self._nudges.setdefault(key, set()).add(nudge)
+        try:
+            await asyncio.wait_for(nudge.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            waiting = self._nudges.get(key)
+            if waiting is not None:
+                waiting.discard(nudge)
+                if not waiting:
+                    del self._nudges[key]
+
     def _nudge(self, name: str, run_id: str) -> None:
         """Wake this process's followers of the run: its events changed."""
-        nudge = self._nudges.pop((name, run_id), None)
-        if nudge is not None:
+        for nudge in self._nudges.pop((name, run_id), set()):
             nudge.set()
 
     async def close(self, grace: float) -> None:
