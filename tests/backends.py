@@ -126,7 +126,7 @@ def forget_agent(kind: str, url: str, agent: str) -> None:
         engine = sa.create_engine(url)
         try:
             with engine.begin() as conn:
-                for table in ("omnisync_messages", "omnisync_runs", "omnisync_sessions"):
+                for table in ("omnisync_messages", "omnisync_runs", "omnisync_sessions", "omnisync_run_events"):
                     if sa.inspect(conn).has_table(table):
                         conn.execute(sa.text(f"delete from {table} where agent = :agent"), {"agent": agent})
         finally:

@@ -7,6 +7,7 @@ processes can share subclasses SharedStoreContract and also provides ``store_ope
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from datetime import timedelta
 
 import pytest
@@ -368,6 +369,65 @@ class StoreContract:
         assert store.load_lease(AGENT, "lease")[1] == holder  # never another agent's run of that id
         assert store.load_lease("other", "lease") == (None, None)
 
+    # --- a run's events -------------------------------------------------------------------
+
+    def test_events_take_consecutive_ids_and_read_from_a_cursor(self, store):
+        assert store.read_events(AGENT, "r1") == [] and store.append_events(AGENT, "r1", []) == 0
+        assert store.append_events(AGENT, "r1", [("text_delta", {"text": "héllo"}), ("tool_call", {"args": {"n": [1, None]}})]) == 2
+        assert store.append_events(AGENT, "r1", [("run_finished", {"result": {"status": "completed"}})]) == 3
+        assert store.append_events(AGENT, "r1", []) == 3
+        events = store.read_events(AGENT, "r1")
+        assert [(e.id, e.name) for e in events] == [(1, "text_delta"), (2, "tool_call"), (3, "run_finished")]
+        assert events[0].data == {"text": "héllo"} and events[1].data == {"args": {"n": [1, None]}}
+        assert [e.id for e in store.read_events(AGENT, "r1", after=1, limit=1)] == [2]
+        assert [e.id for e in store.read_events(AGENT, "r1", after=1)] == [2, 3]
+        assert store.read_events(AGENT, "r1", after=3) == []
+        assert store.read_events("other-agent", "r1") == [] and store.read_events(AGENT, "r2") == []
+        assert store.append_events("other-agent", "r1", [("x", {})]) == 1
+
+    def test_events_are_read_a_bounded_page_at_a_time(self, store):
+        for batch in range(5):
+            store.append_events(AGENT, "r1", [("text_delta", {"i": batch * 3 + i}) for i in range(3)])
+        seen, after = [], 0
+        while page := store.read_events(AGENT, "r1", after=after, limit=4):
+            assert len(page) <= 4
+            seen += [e.data["i"] for e in page]
+            after = page[-1].id
+        assert seen == list(range(15))
+        with pytest.raises(ValueError):
+            store.read_events(AGENT, "r1", after=-1)
+        with pytest.raises(NotSerializableError):
+            store.append_events(AGENT, "r1", [("x", {"bad": object()})])
+        assert len(store.read_events(AGENT, "r1")) == 15
+
+    def test_pruning_a_run_deletes_its_events(self, store):
+        old = utcnow() - timedelta(days=40)
+        store.save_run(self._run("old-done", status=COMPLETED, finished_at=old), None)
+        store.save_run(self._run("paused", status=AWAITING_APPROVAL), None)
+        for run_id in ("old-done", "paused"):
+            store.append_events(AGENT, run_id, [("text_delta", {"text": run_id})])
+        assert store.prune_runs(AGENT, utcnow() - timedelta(days=30)) == 1
+        assert store.read_events(AGENT, "old-done") == []
+        assert [e.data for e in store.read_events(AGENT, "paused")] == [{"text": "paused"}]
+
+    def test_threads_appending_events_to_one_run_share_no_id(self, store):
+        def work(name):
+            for i in range(25):
+                store.append_events(AGENT, "r1", [(name, {"i": i}), (name, {"i": i, "second": True})])
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in "abc"]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        events = store.read_events(AGENT, "r1")
+        assert [e.id for e in events] == list(range(1, 151))
+        for name in "abc":  # each append's two events are consecutive, and a writer's appends in order
+            mine = [e for e in events if e.name == name]
+            assert [e.data["i"] for e in mine] == [i for i in range(25) for _ in (0, 1)]
+        for first, second in zip(events[::2], events[1::2]):
+            assert first.name == second.name and second.data.get("second")
+
     def test_clearing_history_keeps_run_records(self, store):
         store.append(AGENT, "s", [user("x")])
         store.save_run(self._run(), None)
@@ -395,6 +455,31 @@ class SharedStoreContract(StoreContract):
         assert sorted(contents(stored)) == sorted(f"{p}-{i}" for p in ("p1", "p2") for i in range(200))
 
 
+    def test_two_processes_appending_events_to_one_run_share_no_id(self, store, store_opener):
+        context = multiprocessing.get_context("spawn")
+        workers = [context.Process(target=_append_events_many, args=(store_opener, name, 50)) for name in ("p1", "p2")]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=180)
+            assert worker.exitcode == 0
+        events = store.read_events(AGENT, "shared")
+        assert [e.id for e in events] == list(range(1, 201))
+        for first, second in zip(events[::2], events[1::2]):  # an append's events stay together
+            assert first.name == second.name and first.data["i"] == second.data["i"]
+        for name in ("p1", "p2"):
+            assert [e.data["i"] for e in events[::2] if e.name == name] == list(range(50))
+
+
+def _append_events_many(opener, name: str, count: int) -> None:
+    store = opener()
+    try:
+        for i in range(count):
+            store.append_events(AGENT, "shared", [(name, {"i": i}), (name, {"i": i, "second": True})])
+    finally:
+        store.close()
+
+
 def _append_many(opener, name: str, count: int) -> None:
     store = opener()
     try:
@@ -402,3 +487,32 @@ def _append_many(opener, name: str, count: int) -> None:
             store.append(AGENT, "shared", [user(f"{name}-{i}")])
     finally:
         store.close()
+
+
+def assert_upgrades_version_1(open_store, url: str) -> None:
+    """``url`` holds a SQL schema of version 1 (no events table): data written there is kept,
+    and opening it with this release adds the table and records the new version."""
+    import sqlalchemy as sa
+
+    from omnisync.stores import sql_schema
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            assert conn.execute(sa.select(sql_schema.schema_info.c.version)).scalar() == 1
+            assert not sa.inspect(conn).has_table(sql_schema.run_events.name)
+            conn.execute(sql_schema.messages.insert().values(
+                agent=AGENT, session_id="s", seq=2, role="user", content="kept", status="active", tokens=1, created_at_us=0
+            ))
+            conn.execute(sql_schema.sessions.insert().values(agent=AGENT, session_id="s", last_seq=2, updated_at_us=0))
+        with open_store(url) as store:
+            assert contents(store.history(AGENT, "s")) == ["kept"]
+            assert [m.seq for m in store.append(AGENT, "s", [user("new")])] == [4]
+            assert store.append_events(AGENT, "r1", [("text_delta", {"text": "x"})]) == 1
+            assert [e.data for e in store.read_events(AGENT, "r1")] == [{"text": "x"}]
+        with engine.begin() as conn:
+            assert conn.execute(sa.select(sql_schema.schema_info.c.version)).scalar() == sql_schema.SCHEMA_VERSION == 2
+        with open_store(url) as store:  # opening it again changes nothing
+            assert contents(store.history(AGENT, "s")) == ["kept", "new"]
+    finally:
+        engine.dispose()

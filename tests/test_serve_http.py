@@ -13,7 +13,7 @@ from tool_agents import SYSTEM, counting_tools
 
 from omnisync import MemoryRouter, OmniCoreAgent
 from omnisync.errors import ConfigurationError, StoreError
-from omnisync.serve import create_app
+from omnisync.serve import create_app, runs
 from omnisync.serve.auth import parse_tokens
 
 TOKEN_A = "token-for-agent-a-0123456789"
@@ -343,11 +343,49 @@ def test_a_follower_gets_every_event_live_exactly_once(base, server):
     GATE.set()
     follower.join(20)
     rest = events_of(type("R", (), {"text": b"\n".join(lines).decode()})())
-    assert followed == rest and followed[0][0] == "2" and followed[-1][1] == "run_finished"
+    assert story(followed) == story(rest) and followed[0][0] == "2" and followed[-1][1] == "run_finished"
+    assert [e for e in followed if e[1] != "text_delta"] == [e for e in rest if e[1] != "text_delta"]  # the same stored ids
     started.close()
 
 
-def test_events_of_a_run_driven_elsewhere_are_its_end(base, server):
+def story(events):
+    """(name, data) of each event, the text of consecutive text deltas joined: what a client makes of them."""
+    told: list = []
+    for _, name, data in events:
+        if name == "text_delta" and told and told[-1][0] == "text_delta":
+            told[-1] = (name, {**data, "text": told[-1][1]["text"] + data["text"]})
+        else:
+            told.append((name, data))
+    return told
+
+
+def test_text_deltas_are_stored_coalesced_and_replayed_from_inside_one(base, server):
+    words = " ".join(f"word{i}" for i in range(300))
+    response = call(base, "POST", "/agents/a/sessions/long/runs", json={"message": words}, headers={"Accept": "text/event-stream"})
+    live = events_of(response)
+    deltas = [e for e in live if e[1] == "text_delta"]
+    assert len(deltas) > 50 and all(":" in id_ for id_, _, _ in deltas)  # each delta as it came, ids inside stored events
+    run_id = live[-1][2]["run_id"]
+    stored = server[1]["a"].memory_router.store.read_events("a", run_id)
+    assert [e.name for e in stored] == ["text_delta", "run_finished"]  # a long answer is one record here
+    assert stored[0].data["text"] == f"echo: {words}" == story(live)[0][1]["text"]
+    for id_, _, _ in (deltas[0], deltas[len(deltas) // 2], deltas[-1]):  # a client that lost the rest reconnects
+        rest = events_of(call(base, "GET", f"/agents/a/runs/{run_id}/events", headers={"Last-Event-ID": id_}))
+        seen = live[: live.index(next(e for e in live if e[0] == id_)) + 1]
+        assert story(seen + rest) == story(live) and rest[-1] == live[-1]
+
+
+def test_a_run_driven_here_is_replayed_from_the_store(base, server):
+    response = call(base, "POST", "/agents/a/sessions/replay/runs", json={"message": "use add({\"a\": 1, \"b\": 2})"}, headers={"Accept": "text/event-stream"})
+    live = events_of(response)
+    replay = events_of(call(base, "GET", f"/agents/a/runs/{live[-1][2]['run_id']}/events"))
+    assert story(replay) == story(live) and [e[0] for e in replay] == [str(i) for i in range(1, len(replay) + 1)]
+    after_end = call(base, "GET", f"/agents/a/runs/{live[-1][2]['run_id']}/events", headers={"Last-Event-ID": replay[-1][0]})
+    assert after_end.text == ""
+
+
+def test_events_of_a_run_driven_elsewhere_are_its_end(base, server, monkeypatch):
+    monkeypatch.setattr(runs, "SETTLED_SECONDS", 0.0)
     done = server[1]["a"].run("driven in-process, not over HTTP", session_id="elsewhere")
     only = events_of(call(base, "GET", f"/agents/a/runs/{done['run_id']}/events"))
     assert only == [("final", "run_finished", {"run_id": done["run_id"], "result": done})]

@@ -411,3 +411,15 @@ def test_bad_names_are_configuration_errors():
         for db_name, collection in (("bad.name", None), ("ok", "$bad"), ("", "x")):
             with pytest.raises(ConfigurationError):
                 MongoStore(client, db_name, collection, ensure_indexes=False)
+
+
+def test_a_runs_events_take_its_expiry_when_the_next_is_appended(store):
+    saved = store.save_run(RunRecord(run_id="r1", agent=AGENT, session_id="s", created_at=utcnow()), None)
+    store.append_events(AGENT, "r1", [("text_delta", {"text": "a"})])
+    expiring = store.save_run(saved.evolve(expires_at=utcnow() + timedelta(days=1)), expected_version=1)
+    store.append_events(AGENT, "r1", [("run_finished", {})])  # the server appends the end after the finishing save
+    expiries = [doc["expires_at"] for doc in store.events.find({"agent": AGENT, "run_id": "r1"})]
+    assert len(expiries) == 2 and all(e is not None and abs(e - expiring.expires_at) < timedelta(milliseconds=2) for e in expiries)
+    store.save_run(expiring.evolve(expires_at=None), expected_version=2)  # resumed: kept again
+    store.append_events(AGENT, "r1", [("text_delta", {"text": "b"})])
+    assert [doc["expires_at"] for doc in store.events.find({"agent": AGENT, "run_id": "r1"})] == [None, None, None]

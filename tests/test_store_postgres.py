@@ -8,10 +8,11 @@ import pytest
 import sqlalchemy as sa
 
 from omnisync.errors import StoreError
+from omnisync.stores import sql_schema
 from omnisync.stores.sql import SQLStore
 import backends
-from backends import pgbouncer_url, postgres_url, unreachable
-from store_contract import AGENT, SharedStoreContract, user
+from backends import fresh_database, pgbouncer_url, postgres_url, unreachable
+from store_contract import AGENT, SharedStoreContract, assert_upgrades_version_1, user
 
 pytestmark = pytest.mark.backend("postgres")
 
@@ -53,7 +54,7 @@ def store(pg_url):
     """A fresh store: the tables of this process's database, emptied before each test."""
     with SQLStore(pg_url) as store:
         with store.engine.begin() as conn:
-            conn.execute(sa.text("TRUNCATE omnisync_messages, omnisync_sessions, omnisync_runs"))
+            conn.execute(sa.text("TRUNCATE omnisync_messages, omnisync_sessions, omnisync_runs, omnisync_run_events"))
         yield store
 
 
@@ -74,6 +75,15 @@ class TestPostgresStore(SharedStoreContract):
             plan = "\n".join(row[0] for row in conn.execute(sa.text(f"EXPLAIN {compiled}")))
         assert "ix_omnisync_messages_window" in plan and "Sort" not in plan, plan
         assert "Limit" in plan
+
+    def test_a_version_1_database_gains_the_events_table_and_keeps_its_data(self):
+        with fresh_database(_reachable("PostgreSQL", postgres_url())) as url:
+            engine = sa.create_engine(url)
+            with engine.begin() as conn:  # the tables of version 1, as that release made them
+                sql_schema.metadata.create_all(conn, tables=[sql_schema.schema_info, sql_schema.sessions, sql_schema.messages, sql_schema.runs])
+                conn.execute(sql_schema.schema_info.insert().values(id=1, version=1))
+            engine.dispose()
+            assert_upgrades_version_1(SQLStore, url)
 
     def test_a_read_against_a_stopped_server_raises(self):
         with pytest.raises(StoreError, match="SQL store"):

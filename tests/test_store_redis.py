@@ -220,6 +220,19 @@ class TestRedisStore(SharedStoreContract):
         store.save_run(saved.evolve(expires_at=None), expected_version=1)
         assert store.client.pttl(key) == -1
 
+    def test_a_runs_events_expire_with_its_record(self, store):
+        key = f"{store._agent_stem(AGENT)}:run:{'r1'.encode().hex()}"
+        saved = store.save_run(RunRecord(run_id="r1", agent=AGENT, session_id="s", created_at=utcnow()), None)
+        store.append_events(AGENT, "r1", [("text_delta", {"text": "a"})])
+        assert store.client.pttl(f"{key}:events") == -1
+        finished = store.save_run(saved.evolve(expires_at=utcnow() + timedelta(hours=1)), expected_version=1)
+        assert 3500_000 < store.client.pttl(f"{key}:events") <= 3600_000
+        store.client.persist(f"{key}:events")
+        store.append_events(AGENT, "r1", [("run_finished", {})])  # appended after the finishing save
+        assert 3500_000 < store.client.pttl(f"{key}:events") <= 3600_000
+        store.save_run(finished.evolve(expires_at=None), expected_version=2)
+        assert store.client.pttl(f"{key}:events") == -1
+
     def test_list_runs_drops_index_entries_of_expired_records(self, store):
         store.save_run(RunRecord(run_id="kept", agent=AGENT, session_id="s", created_at=utcnow()), None)
         gone = RunRecord(run_id="gone", agent=AGENT, session_id="s", created_at=utcnow(), expires_at=utcnow() - timedelta(seconds=1))
@@ -296,7 +309,8 @@ class TestRedisStore(SharedStoreContract):
         if not store.cluster:
             pytest.skip("hash tags are for a cluster; one server keeps the key names of earlier releases")
         session_slots = {key_slot(k.encode()) for k in store._session_keys(AGENT, "s")}
-        agent_keys = [f"{store._agent_stem(AGENT)}:{suffix}" for suffix in ("sessions", "runs", "run:" + "r1".encode().hex())]
+        run = "run:" + "r1".encode().hex()
+        agent_keys = [f"{store._agent_stem(AGENT)}:{suffix}" for suffix in ("sessions", "runs", run, run + ":events")]
         assert len(session_slots) == 1 and len({key_slot(k.encode()) for k in agent_keys}) == 1
         other = {key_slot(k.encode()) for k in store._session_keys(AGENT, "t")}
         assert other != session_slots  # sessions spread over the cluster (these two land apart)

@@ -19,7 +19,8 @@
     POST   /agents/{agent}/runs/{run_id}/cancel           stop a run
 
 Every method is the agent's own, awaited through omnisync.aio; runs are driven by
-:class:`~omnisync.serve.runs.RunHub`, apart from the request.
+:class:`~omnisync.serve.runs.RunHub`, apart from the request, and their events kept in the
+agent's store, so every route works the same on any worker sharing that store.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ from .bodies import (
     read_json,
 )
 from .openapi import describe
-from .runs import Drive, RunHub
+from .runs import Cursor, Drive, RunHub, Sent
 from .wire import error_to_wire, http_status
 
 POLL_SECONDS = 0.5
@@ -73,7 +74,6 @@ SHUTDOWN_GRACE_SECONDS = 30.0
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 Handler = Callable[[Request], Awaitable[Response]]
-SseEvent = tuple[str, str, dict[str, Any]] | None  # (id, event name, data), or None for a keep-alive
 
 
 def create_app(
@@ -202,7 +202,7 @@ class _Api:
         message, on_busy, output_type = body["message"], body.get("on_busy", "wait"), checked_output_type(body)
         key = request.headers.get("idempotency-key")
         if key is None:
-            return await self._answer(request, self.hub.drive(name, agent.stream(message, session_id, on_busy, output_type)))
+            return await self._answer(request, self.hub.drive(name, agent, agent.stream(message, session_id, on_busy, output_type)))
         key = idempotency.check_key(key)
         store = agent.blocking.memory_router.store
         request_hash = idempotency.fingerprint({"message": message, "on_busy": on_busy, **({"output_type": output_type} if output_type else {})})
@@ -221,7 +221,7 @@ class _Api:
 
         slot = (name, session_id, key)
         try:
-            drive = self._starting[slot] = self.hub.drive(name, agent.stream(message, session_id, on_busy, output_type), on_start=bind)
+            drive = self._starting[slot] = self.hub.drive(name, agent, agent.stream(message, session_id, on_busy, output_type), on_start=bind)
             await asyncio.shield(drive.started)
         except Exception as exc:
             await in_thread(idempotency.release, store, agent.name, session_id, key, str(exc), agent.config.run_retention_days)
@@ -235,13 +235,13 @@ class _Api:
         run_id = request.path_params["run_id"]
         output_type = checked_output_type(await read_json(request, RESUME_FIELDS, self.max_body))
         self.hub.check_not_live(name, run_id)
-        return await self._answer(request, self.hub.drive(name, agent.resume_stream(run_id, output_type)))
+        return await self._answer(request, self.hub.drive(name, agent, agent.resume_stream(run_id, output_type)))
 
     async def _answer(self, request: Request, drive: Drive, replay: bool = False) -> Response:
         """This drive's events as SSE (from its first, or the run's first with ``replay``), or its result as JSON."""
-        log, first = await asyncio.shield(drive.started)
+        run_id = await asyncio.shield(drive.started)
         if _wants_events(request):
-            return _sse(_numbered(log.follow(0 if replay else first - 1)))
+            return _sse(self.hub.follow(drive.name, drive.agent, run_id, Cursor()) if replay else drive.follow())
         try:
             result = await asyncio.shield(drive.finished)
         except OmnisyncError as exc:
@@ -251,7 +251,7 @@ class _Api:
     async def _existing(self, request: Request, name: str, agent: aio.OmniCoreAgent, run_id: str) -> Response:
         """What a retried POST gets: the run its key started, as events or as its result once it pauses or ends."""
         if _wants_events(request):
-            return self._events_of(name, agent, run_id, after=0)
+            return _sse(self.hub.follow(name, agent, run_id, Cursor()))
         drive = self.hub.live(name, run_id)
         if drive is not None:
             return await self._answer(request, drive)
@@ -280,17 +280,12 @@ class _Api:
         run_id = request.path_params["run_id"]
         await agent.get_run(run_id)  # 404 for a run this agent does not have
         after = request.headers.get("last-event-id", request.query_params.get("after", "0"))
-        if after != FINAL and not (after.isdigit() and len(after) < 12):
-            raise HttpError(400, "BadLastEventId", f"Last-Event-ID (or ?after=) must be an event id this server sent, not {after[:40]!r}")
         if after == FINAL:
             return _sse(_nothing())
-        return self._events_of(name, agent, run_id, int(after))
-
-    def _events_of(self, name: str, agent: aio.OmniCoreAgent, run_id: str, after: int) -> Response:
-        log = self.hub.log(name, run_id)
-        if log is not None:
-            return _sse(_numbered(log.follow(after)))
-        return _sse(_final_event(agent, run_id))
+        cursor = Cursor.parse(after)
+        if cursor is None:
+            raise HttpError(400, "BadLastEventId", f"Last-Event-ID (or ?after=) must be an event id this server sent, not {after[:40]!r}")
+        return _sse(self.hub.follow(name, agent, run_id, cursor))
 
     async def approve(self, request: Request) -> Response:
         name, agent = self._agent(request)
@@ -354,7 +349,7 @@ class _Api:
         return JSONResponse({"deleted": await agent.clear_session_history(request.path_params["session"])})
 
 
-FINAL = "final"  # the id of the one event a run not driven here gets: its end, from its record
+FINAL = "final"  # the id of the one event a run that stored no ending gets: its end, from its record
 
 
 def _wants_events(request: Request) -> bool:
@@ -371,37 +366,19 @@ async def _settled(agent: aio.OmniCoreAgent, run_id: str) -> dict[str, Any]:
         await asyncio.sleep(POLL_SECONDS)
 
 
-async def _final_event(agent: aio.OmniCoreAgent, run_id: str) -> AsyncIterator[SseEvent]:
-    record = asyncio.ensure_future(_settled(agent, run_id))
-    try:
-        while not record.done():
-            done, _ = await asyncio.wait([record], timeout=15)
-            if not done:
-                yield None
-        result = result_of(RunRecord.from_record(record.result()))
-    finally:
-        record.cancel()
-    yield FINAL, "run_paused" if result["status"] in PAUSED_STATUSES else "run_finished", {"run_id": run_id, "result": result}
-
-
-async def _numbered(events: AsyncIterator[Any]) -> AsyncIterator[SseEvent]:
-    async for event in events:
-        yield None if event is None else (str(event.id), event.name, event.data)
-
-
-async def _nothing() -> AsyncIterator[SseEvent]:
+async def _nothing() -> AsyncIterator[Sent | None]:
     return
     yield
 
 
-def _sse(events: AsyncIterator[SseEvent]) -> StreamingResponse:
+def _sse(events: AsyncIterator[Sent | None]) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
         async for event in events:
             if event is None:
                 yield b": keep-alive\n\n"
                 continue
-            id_, name, data = event
-            yield f"id: {id_}\nevent: {name}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+            data = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
+            yield f"id: {event.id}\nevent: {event.name}\ndata: {data}\n\n".encode()
 
     return StreamingResponse(body(), media_type="text/event-stream", headers=SSE_HEADERS)
 

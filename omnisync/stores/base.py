@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..errors import NotSerializableError, RunConflictError
 from ..messages import Message
@@ -34,6 +34,19 @@ class SessionInfo:
     session_id: str
     message_count: int
     last_activity: datetime | None
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """One stored event of a run: its id (1, 2, 3... within the run), SSE name and JSON data."""
+
+    id: int
+    name: str
+    data: dict[str, Any]
+
+
+MAX_EVENTS_READ = 1000
+"""The most events one :meth:`MemoryStore.read_events` returns."""
 
 
 class MemoryStore(ABC):
@@ -156,7 +169,25 @@ class MemoryStore(ABC):
 
     @abstractmethod
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
-        """Delete this agent's finished runs that finished before ``finished_before``; return how many."""
+        """Delete this agent's finished runs that finished before ``finished_before``, and their
+        events (:meth:`append_events`); return how many runs went."""
+
+    # --- a run's events ---------------------------------------------------------------
+
+    @abstractmethod
+    def append_events(self, agent: str, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        """Store ``(name, data)`` events of a run as one atomic write; return the last one's id.
+
+        They take consecutive ids after the run's last, ending at the returned one: ids start at
+        1 and only grow, even when two processes append to one run at once (a worker whose run
+        lease ran out while another took the run over), and a reader never sees an id before a
+        smaller one. They go with the run's record: :meth:`prune_runs` deletes them, and a
+        backend that expires a record by itself (``expires_at``) expires them too.
+        """
+
+    @abstractmethod
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+        """Up to ``limit`` events of the run with an id above ``after``, in id order: one bounded read."""
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -236,6 +267,28 @@ def check_serializable(messages: Sequence[Message]) -> None:
                     raise NotSerializableError(
                         f"a message's {field_name} must be JSON data (dict, list, str, int, float, bool, None): {exc}. Nothing was written."
                     ) from None
+
+
+def check_events(events: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, str]]:
+    """The events as (name, JSON text), refused before anything is written if JSON cannot hold them."""
+    checked = []
+    for name, data in events:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"an event's name must be a non-empty string, not {name!r}")
+        try:
+            checked.append((name, json.dumps(data, ensure_ascii=False, separators=(",", ":"))))
+        except (TypeError, ValueError) as exc:
+            raise NotSerializableError(f"an event's data must be JSON data: {exc}. Nothing was written.") from None
+    return checked
+
+
+def events_limit(after: int, limit: int) -> int:
+    """``limit`` checked, and capped at MAX_EVENTS_READ."""
+    if not isinstance(after, int) or after < 0:
+        raise ValueError(f"after must be an event id (an int >= 0), not {after!r}")
+    if not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be an int >= 1, not {limit!r}")
+    return min(limit, MAX_EVENTS_READ)
 
 
 def run_conflict(record: RunRecord, expected_version: int | None) -> RunConflictError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -11,7 +12,7 @@ from typing import Any, cast
 
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import RunRecord
-from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable, run_conflict
+from .base import MAX_EVENTS_READ, SEQ_STEP, MemoryStore, RunEvent, SessionInfo, check_events, check_serializable, events_limit, run_conflict
 
 
 @dataclass
@@ -34,6 +35,7 @@ class InMemoryStore(MemoryStore):
         self._lock = threading.RLock()
         self._sessions: dict[tuple[str, str], _Session] = {}
         self._runs: dict[tuple[str, str], RunRecord] = {}
+        self._events: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (name, JSON), id = index + 1
 
     def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
         check_serializable(messages)
@@ -171,7 +173,21 @@ class InMemoryStore(MemoryStore):
             ]
             for key in doomed:
                 del self._runs[key]
+                self._events.pop(key, None)
             return len(doomed)
+
+    def append_events(self, agent: str, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        checked = check_events(events)
+        with self._lock:
+            log = self._events.setdefault((agent, run_id), [])
+            log.extend(checked)
+            return len(log)
+
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+        limit = events_limit(after, limit)
+        with self._lock:
+            page = self._events.get((agent, run_id), [])[after : after + limit]
+        return [RunEvent(after + i + 1, name, json.loads(data)) for i, (name, data) in enumerate(page)]
 
     def close(self) -> None:
         """Nothing to release; the data stays until the process ends."""

@@ -1,6 +1,6 @@
 """The MongoDB store, on pymongo: the same code for MongoDB and for FerretDB v1.
 
-Two collections, named after ``collection`` (default ``messages``):
+Three collections, named after ``collection`` (default ``messages``):
 
 - ``messages``: one document per message, with a unique index on (agent, session_id, seq)
   and the window index (agent, session_id, status, seq). A window is one query,
@@ -10,6 +10,10 @@ Two collections, named after ``collection`` (default ``messages``):
 - ``messages_runs``: one document per saved version of a run: the record as JSON (exact to
   the microsecond) plus the queried fields, times as BSON datetimes in UTC. A unique index
   on (agent, run_id, version), and a TTL index on ``expires_at`` where the server has one.
+- ``messages_run_events``: a run's events, one document per append holding ids ``first`` to
+  ``last`` (``events``: ``{n: name, d: data as JSON text}``, as FerretDB has no nested arrays); a unique index on (agent, run_id, first), one on (agent, run_id, last) for reads
+  from a cursor, and the runs' TTL index. An append gives the run's events its ``expires_at``
+  (an update that only ever sets one value), and pruning a run deletes them.
 
 The one write both servers make atomic is an insert under a unique index, so every
 compare-and-set here is an insert that the index refuses when someone got there first:
@@ -19,6 +23,7 @@ compare-and-set here is an insert that the index refuses when someone got there 
   and try the next free numbers (see :meth:`MongoStore.append`).
 - a clear: its mark takes the seq above the newest (:meth:`MongoStore.clear`).
 - a fold: its summary takes ``last_seq + 1``, then checks the range (:meth:`MongoStore.fold`).
+- a run's events: an append takes the ids after the run's highest (:meth:`MongoStore.append_events`).
 - a run save: it inserts version ``expected + 1`` and then checks that version is the newest
   and follows a live ``expected`` (:meth:`MongoStore.save_run`).
 
@@ -67,7 +72,7 @@ from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable, run_conflict
+from .base import MAX_EVENTS_READ, SEQ_STEP, MemoryStore, RunEvent, SessionInfo, check_events, check_serializable, events_limit, run_conflict
 
 try:
     import pymongo
@@ -88,6 +93,9 @@ WINDOW_INDEX = "omnisync_window"
 RUN_INDEX = "omnisync_run_version"
 RUN_LIST_INDEX = "omnisync_run_list"
 RUN_TTL_INDEX = "omnisync_run_ttl"
+EVENTS_INDEX = "omnisync_run_events"
+EVENTS_READ_INDEX = "omnisync_run_events_read"
+EVENTS_TTL_INDEX = "omnisync_run_events_ttl"
 
 APPEND_TRIES = 100
 """How many times an append tries the next free seqs while other processes take them first."""
@@ -122,6 +130,7 @@ class MongoStore(MemoryStore):
             self.db: Database[Any] = client[_name("db_name", db_name if db_name is not None else _env.mongodb_db_name())]
             self.messages: Collection[Any] = self.db[name]
             self.runs: Collection[Any] = self.db[f"{name}_runs"]
+            self.events: Collection[Any] = self.db[f"{name}_run_events"]
         except InvalidName as exc:
             raise ConfigurationError(f"MongoDB store: {exc}") from exc
         self.expires_runs_itself: bool | None = None
@@ -182,6 +191,10 @@ class MongoStore(MemoryStore):
                     raise
                 logger.debug("%s: the server has no TTL indexes; expired runs are hidden and pruned", self._describe())
                 self.expires_runs_itself = False
+            self.events.create_index([("agent", ASCENDING), ("run_id", ASCENDING), ("first", ASCENDING)], unique=True, name=EVENTS_INDEX)
+            self.events.create_index([("agent", ASCENDING), ("run_id", ASCENDING), ("last", ASCENDING)], name=EVENTS_READ_INDEX)
+            if self.expires_runs_itself:
+                self.events.create_index("expires_at", expireAfterSeconds=0, name=EVENTS_TTL_INDEX)
 
     def _describe(self) -> str:
         return f"MongoDB store {self.db.name}.{self.messages.name}"
@@ -481,8 +494,51 @@ class MongoStore(MemoryStore):
                 runs.setdefault(doc["run_id"], []).append(doc)
             doomed = [versions for versions in runs.values() if _expired(versions[0], now) or _finished_before(versions[0], before)]
             if doomed:
+                self.events.delete_many({"agent": agent, "run_id": {"$in": [versions[0]["run_id"] for versions in doomed]}})
                 self.runs.delete_many({"_id": {"$in": [doc["_id"] for versions in doomed for doc in versions]}})
         return len(doomed)
+
+    # --- a run's events -------------------------------------------------------------
+
+    def append_events(self, agent: str, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        """One document per append, ``first`` to ``last``: ``first`` is the run's highest
+        ``last`` + 1 (one indexed read), claimed by the insert under the unique index on
+        ``first``. A writer that read a stale ``last`` meets the document that followed it
+        (whose ``first`` is that ``last`` + 1) and tries again, so ids never overlap and a
+        reader never sees a gap. The documents take the run's ``expires_at`` at each append: the
+        server appends a run's ending after the save that gives it one, so every event expires
+        with the run, and saving a run costs no write here."""
+        key = _run_key(agent, run_id)
+        checked = check_events(events)
+        with self._errors(f"appending events of run {run_id!r}"):
+            for attempt in range(APPEND_TRIES):
+                newest = self.events.find_one(key, {"last": 1, "expires_at": 1}, sort=[("last", DESCENDING)])
+                last = int(newest["last"]) if newest else 0
+                if not checked:
+                    return last
+                run = self.runs.find_one(key, {"expires_at": 1}, sort=[("version", DESCENDING)])
+                expires = run.get("expires_at") if run else None
+                document = {**key, "first": last + 1, "last": last + len(checked), "events": [{"n": name, "d": data} for name, data in checked]}
+                try:
+                    self.events.insert_one({**document, "expires_at": expires})
+                except DuplicateKeyError:
+                    time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+                    continue
+                if newest is not None and _utc(newest.get("expires_at")) != _utc(expires):  # the run's expiry changed: its events follow
+                    self.events.update_many(key, {"$set": {"expires_at": expires}})
+                return last + len(checked)
+        raise StoreError(f"{self._describe()}: events of run {run_id!r} were not appended: other writers took the next ids {APPEND_TRIES} times")
+
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+        limit = events_limit(after, limit)
+        query = {**_run_key(agent, run_id), "last": {"$gt": after}}
+        found: list[RunEvent] = []
+        with self._errors(f"reading events of run {run_id!r}"):
+            for doc in self.events.find(query, {"first": 1, "events": 1}).sort("first", ASCENDING).limit(limit):
+                for id_, event in enumerate(doc["events"], int(doc["first"])):
+                    if id_ > after and len(found) < limit:
+                        found.append(RunEvent(id_, event["n"], json.loads(event["d"])))
+        return found
 
     def close(self) -> None:
         if self._owns_client:

@@ -11,11 +11,12 @@ and ``R`` are the agent, session id and run id as hex of their UTF-8 bytes)::
                                      listed = 1 once the two sets above hold this session
     P:a:A:runs               zset    R by created_at (µs)                    (list_runs, oldest first)
     P:a:A:run:R              hash    version, data (the record as JSON), status, session, finished (µs)
+    P:a:A:run:R:events       list    the run's events, ``[name, data]`` JSON; an event's id is its index + 1
 
 On a Redis Cluster (a ``redis+cluster://`` URL or a ``RedisCluster`` client) the same names
 carry hash tags, so that every key one operation touches is in one slot::
 
-    P:{a:A}:sessions   P:{a:A}:runs   P:{a:A}:run:R            one slot per agent
+    P:{a:A}:sessions   P:{a:A}:runs   P:{a:A}:run:R   P:{a:A}:run:R:events   one slot per agent
     P:{a:A:s:S}:active   P:{a:A:s:S}:inactive   P:{a:A:s:S}:meta   one slot per session
 
 On one server the names have no braces: they are the names of every earlier release, so
@@ -52,6 +53,9 @@ Why:
   its new messages, as if the append had come after.
 - A run record with ``expires_at`` gets ``PEXPIREAT``: Redis itself removes it; the run index
   drops entries whose record has gone when it is next read.
+- A run's events are one list next to its record: ``RPUSH`` numbers them (atomic, so two
+  appenders never share an id) and ``LRANGE`` reads from a cursor. The record's save and the
+  events' append give the list the record's expiry; pruning a run deletes both.
 - Keys of one agent's runs share one slot, so one agent's run records live on one master;
   messages, the bulk, spread over the cluster by session.
 """
@@ -72,7 +76,7 @@ from ..redact import redact_url
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable, run_conflict
+from .base import MAX_EVENTS_READ, SEQ_STEP, MemoryStore, RunEvent, SessionInfo, check_events, check_serializable, events_limit, run_conflict
 
 try:
     import redis
@@ -188,8 +192,22 @@ if ARGV[1] == '' then
 else
   redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8])
 end
-if ARGV[9] == '' then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIREAT', KEYS[1], ARGV[9]) end
+if ARGV[9] == '' then
+  redis.call('PERSIST', KEYS[1])
+  redis.call('PERSIST', KEYS[3])
+else
+  redis.call('PEXPIREAT', KEYS[1], ARGV[9])
+  redis.call('PEXPIREAT', KEYS[3], ARGV[9])
+end
 return 1
+"""
+
+# KEYS: the run's events, its record; ARGV: each event as JSON. The events expire with the record.
+_APPEND_EVENTS = """
+local last = redis.call('RPUSH', KEYS[1], unpack(ARGV))
+local ttl = redis.call('PTTL', KEYS[2])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return last
 """
 
 # KEYS: run index; ARGV: record key stem ("P:a:A:run:"), "1" to filter on status, status,
@@ -227,7 +245,7 @@ for _, token in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   if not fields[1] then
     redis.call('ZREM', KEYS[1], token)
   elseif finished[fields[1]] and fields[2] and fields[2] ~= '' and tonumber(fields[2]) < cutoff then
-    redis.call('DEL', key)
+    redis.call('DEL', key, key .. ':events')
     redis.call('ZREM', KEYS[1], token)
     count = count + 1
   end
@@ -265,6 +283,7 @@ class RedisStore(MemoryStore):
         self._list_runs = client.register_script(_LIST_RUNS)
         self._load_lease = client.register_script(_LOAD_LEASE)
         self._prune_runs = client.register_script(_PRUNE_RUNS)
+        self._append_events = client.register_script(_APPEND_EVENTS)
 
     @classmethod
     def from_url(cls, url: str, prefix: str | None = None, **client_options: Any) -> "RedisStore":
@@ -461,7 +480,8 @@ class RedisStore(MemoryStore):
         created = _micros(saved.created_at or utcnow())
         expires = _micros(saved.expires_at) // 1000 if saved.expires_at else ""
         stem = self._agent_stem(saved.agent)
-        keys = [f"{stem}:run:{_token(saved.run_id)}", f"{stem}:runs"]
+        record_key = f"{stem}:run:{_token(saved.run_id)}"
+        keys = [record_key, f"{stem}:runs", f"{record_key}:events"]
         args: list[Any] = [
             "" if expected_version is None else str(expected_version),
             saved.version,
@@ -514,6 +534,23 @@ class RedisStore(MemoryStore):
         args: list[Any] = [f"{stem}:run:", _micros(finished_before), *FINISHED_STATUSES]
         with self._errors():
             return int(self._prune_runs(keys=[f"{stem}:runs"], args=args))
+
+    # --- a run's events -------------------------------------------------------------
+
+    def append_events(self, agent: str, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        checked = check_events(events)
+        record = f"{self._agent_stem(agent)}:run:{_token(run_id)}"
+        with self._errors():
+            if not checked:
+                return int(self.client.llen(f"{record}:events"))
+            items = [f"[{json.dumps(name)},{data}]" for name, data in checked]
+            return int(self._append_events(keys=[f"{record}:events", record], args=items))
+
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+        limit = events_limit(after, limit)
+        with self._errors():
+            items = cast("list[bytes]", self.client.lrange(f"{self._agent_stem(agent)}:run:{_token(run_id)}:events", after, after + limit - 1))
+        return [RunEvent(after + i, *json.loads(item)) for i, item in enumerate(items, 1)]
 
     # --- lifecycle ------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from ..errors import MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from .base import SEQ_STEP, MemoryStore, SessionInfo, check_serializable, run_conflict
+from .base import MAX_EVENTS_READ, SEQ_STEP, MemoryStore, RunEvent, SessionInfo, check_events, check_serializable, events_limit, run_conflict
 
 try:
     import sqlalchemy as sa
@@ -189,6 +189,9 @@ class SQLStore(MemoryStore):
                     f"{self._describe()} holds schema version {version}, newer than this omnisync "
                     f"understands ({schema.SCHEMA_VERSION}): upgrade omnisync."
                 )
+            elif version < schema.SCHEMA_VERSION:  # create_all above added the tables it lacked
+                conn.execute(schema.schema_info.update().values(version=schema.SCHEMA_VERSION))
+                logger.info("%s: schema upgraded from version %s to %s", self._describe(), version, schema.SCHEMA_VERSION)
 
     # --- messages -------------------------------------------------------------------
 
@@ -350,8 +353,45 @@ class SQLStore(MemoryStore):
             & table.c.status.in_(FINISHED_STATUSES)
             & (table.c.finished_at < finished_before)
         )
-        with self._statement(write=True) as conn:
+        events = schema.run_events
+        of_doomed = sa.select(table.c.run_id).where(doomed)
+        with self._tx(write=True) as conn:
+            conn.execute(events.delete().where((events.c.agent == agent) & events.c.run_id.in_(of_doomed)))
             return int(conn.execute(table.delete().where(doomed)).rowcount)
+
+    # --- a run's events -------------------------------------------------------------
+
+    def append_events(self, agent: str, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        """The ids are the run's highest + 1, 2... taken inside the write: on PostgreSQL one
+        INSERT ... SELECT (a writer that took the same ids meets the primary key and tries
+        again, so readers never see a gap), on SQLite under the write lock."""
+        checked = check_events(events)
+        if not checked:
+            return self._last_event_id(agent, run_id)
+        for attempt in range(_EVENT_ATTEMPTS):
+            try:
+                if self._is_postgres:
+                    with self._statement(write=True) as conn:
+                        return int(max(conn.execute(_append_events_statement(agent, run_id, checked)).scalars()))
+                with self._tx(write=True) as conn:
+                    last = int(conn.execute(_LAST_EVENT, {"agent": agent, "run_id": run_id}).scalar() or 0)
+                    rows = [{"agent": agent, "run_id": run_id, "id": last + i, "name": n, "data": d} for i, (n, d) in enumerate(checked, 1)]
+                    conn.execute(schema.run_events.insert(), rows)
+                    return last + len(rows)
+            except StoreError as exc:
+                if not isinstance(exc.__cause__, IntegrityError) or attempt == _EVENT_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _last_event_id(self, agent: str, run_id: str) -> int:
+        with self._statement() as conn:
+            return int(conn.execute(_LAST_EVENT, {"agent": agent, "run_id": run_id}).scalar() or 0)
+
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+        limit = events_limit(after, limit)
+        with self._statement() as conn:
+            rows = conn.execute(_READ_EVENTS, {"agent": agent, "run_id": run_id, "after": after, "limit": limit}).all()
+        return [RunEvent(int(id_), name, json.loads(data)) for id_, name, data in rows]
 
     def close(self) -> None:
         if self._owns_engine:
@@ -396,6 +436,30 @@ def _append_statement(agent: str, session_id: str, rows: Sequence[dict[str, Any]
         sa.literal(agent, sa.String), sa.literal(session_id, sa.String), counter.c.last_seq + given.c.seq, *(given.c[name] for name in _APPENDED)
     ).select_from(counter.join(given, sa.true()))
     return messages.insert().from_select(["agent", "session_id", "seq", *_APPENDED], placed).returning(messages.c.seq).add_cte(counter)
+
+
+_e = schema.run_events.c
+_EVENT_ATTEMPTS = 20
+_LAST_EVENT = sa.select(sa.func.max(_e.id)).where(_e.agent == sa.bindparam("agent"), _e.run_id == sa.bindparam("run_id"))
+_READ_EVENTS = (
+    sa.select(_e.id, _e.name, _e.data)
+    .where(_e.agent == sa.bindparam("agent"), _e.run_id == sa.bindparam("run_id"), _e.id > sa.bindparam("after"))
+    .order_by(_e.id)
+    .limit(sa.bindparam("limit", type_=sa.Integer))
+)
+
+
+def _append_events_statement(agent: str, run_id: str, checked: Sequence[tuple[str, str]]) -> Any:
+    """PostgreSQL: the events numbered after the run's highest id, inserted in one statement."""
+    events = schema.run_events
+    last = sa.select(sa.func.coalesce(sa.func.max(_e.id), 0).label("n")).where(_e.agent == agent, _e.run_id == run_id).subquery("last")
+    given = sa.values(sa.column("i", sa.Integer), sa.column("name", sa.String), sa.column("data", sa.Text), name="given").data(
+        [(i, name, data) for i, (name, data) in enumerate(checked, 1)]
+    )
+    placed = sa.select(sa.literal(agent, sa.String), sa.literal(run_id, sa.String), last.c.n + given.c.i, given.c.name, given.c.data).select_from(
+        last.join(given, sa.true())
+    )
+    return events.insert().from_select(["agent", "run_id", "id", "name", "data"], placed).returning(events.c.id)
 
 
 def _load_lease_statement(dialect: str) -> Any:

@@ -15,7 +15,8 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: sessions, messages, runs. 2: run_events (added to a version 1 database when it is opened)."""
 
 metadata: MetaData = MetaData()
 
@@ -75,4 +76,18 @@ runs: Table = Table(
     PrimaryKeyConstraint("agent", "run_id"),
     Index("ix_omnisync_runs_status", "agent", "status", "created_at"),
     Index("ix_omnisync_runs_finished", "agent", "finished_at"),
+)
+
+# A run's events (the server's SSE stream, text deltas coalesced), deleted with the run.
+# The id is the run's max + 1 inside the insert; the primary key refuses a second writer
+# that took the same ids, and that writer tries again (SQLStore.append_events).
+run_events: Table = Table(
+    "omnisync_run_events",
+    metadata,
+    Column("agent", String(255), nullable=False),
+    Column("run_id", String(64), nullable=False),
+    Column("id", Integer, nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("data", Text, nullable=False),
+    PrimaryKeyConstraint("agent", "run_id", "id"),
 )
