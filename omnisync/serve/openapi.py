@@ -28,8 +28,8 @@ def nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-STRING = {"type": "string"}
-COUNT = {"type": "integer", "minimum": 0}
+STRING: dict[str, Any] = {"type": "string"}
+COUNT: dict[str, Any] = {"type": "integer", "minimum": 0}
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "Error": {
@@ -153,11 +153,11 @@ def _version() -> str:
 
 
 # A user message: text, or content parts as Chat Completions takes them (checked by the server).
-MESSAGE = {"oneOf": [STRING, {"type": "array", "minItems": 1, "items": {"type": "object"}}]}
+MESSAGE: dict[str, Any] = {"oneOf": [STRING, {"type": "array", "minItems": 1, "items": {"type": "object"}}]}
 # A JSON schema, or a whole response_format object; null for none.
-OUTPUT_TYPE = {"oneOf": [{"type": "object"}, {"type": "null"}]}
-_TOTALS = {"type": "object", "additionalProperties": True}
-USAGE_TOTALS = {
+OUTPUT_TYPE: dict[str, Any] = {"oneOf": [{"type": "object"}, {"type": "null"}]}
+_TOTALS: dict[str, Any] = {"type": "object", "additionalProperties": True}
+USAGE_TOTALS: dict[str, Any] = {
     "type": "object",
     "required": ["usage", "by_kind", "model_calls", "runs"],
     "properties": {"usage": _TOTALS, "by_kind": _TOTALS, "model_calls": _TOTALS, "runs": COUNT},
