@@ -39,7 +39,7 @@ from .results import HistoryMessage, RunRecordDict, RunResult, SessionUsage
 from .run_events import RunFailed, RunFinished, RunPaused
 from .runner import new_session_id
 from .serve.wire import ENDING_EVENTS, error_from_wire, event_from_wire, run_id_of
-from .streaming import StreamEvent, streams
+from .streaming import EventStream, StreamEvent, streams
 
 DEFAULT_TIMEOUT = 60.0
 CONNECT_TRIES = 3
@@ -187,7 +187,7 @@ class RemoteAgent:
         raise AssertionError("unreachable")
 
 
-class RemoteStream:
+class RemoteStream(EventStream):
     """The events of one remote run, as :class:`~omnisync.streaming.AgentStream` gives a local one's."""
 
     run_id: str | None
@@ -199,30 +199,8 @@ class RemoteStream:
         self._output = output
         self._open = lambda: agent._send("POST", path, body, stream=True, headers={**headers, "Accept": "text/event-stream"})
         self._response: requests.Response | None = None
-        self._events: Iterator[StreamEvent] | None = None
-        self._result: RunResult | None = None
         self._ended = False
         self.run_id: str | None = None
-
-    @property
-    def result(self) -> RunResult:
-        if self._result is None:
-            raise RuntimeError("the run has not paused or ended yet: iterate the stream to its end first")
-        return self._result
-
-    def __iter__(self) -> Iterator[StreamEvent]:
-        if self._events is None:
-            self._events = self._drive()
-        return self._events
-
-    def __next__(self) -> StreamEvent:
-        return next(iter(self))
-
-    def __enter__(self) -> RemoteStream:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def interrupt(self) -> None:
         """Stop reading: the connection is closed (the run itself goes on; :meth:`close` cancels it)."""

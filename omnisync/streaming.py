@@ -55,21 +55,16 @@ def streams(method: _Method) -> _Method:
     return method
 
 
-class AgentStream:
-    """The events of one run as they happen: iterate it once, or use it as a context manager.
+_Stream = TypeVar("_Stream", bound="EventStream")
 
-    ``result`` is what ``run()`` would have returned, once the run paused or ended;
-    ``close()`` (from any thread) stops the run where it stands.
-    """
 
-    def __init__(self, open_steps: Callable[[], RunSteps], client: ChatClient, after_run: Callable[[RunResult], None]) -> None:
-        self._open_steps = open_steps
-        self._client = client
-        self._after_run = after_run
-        self._events: Iterator[StreamEvent] | None = None
-        self._reply: CompletionStream | None = None
-        self._stopping = threading.Event()
-        self._result: RunResult | None = None
+class EventStream:
+    """What every stream of a run offers: iterate it for events; ``result`` once the run paused
+    or ended; a with-block that closes it. Subclasses say how events come (``_drive``) and
+    what closing does."""
+
+    _events: Iterator[StreamEvent] | None = None
+    _result: RunResult | None = None
 
     @property
     def result(self) -> RunResult:
@@ -85,11 +80,32 @@ class AgentStream:
     def __next__(self) -> StreamEvent:
         return next(iter(self))
 
-    def __enter__(self) -> AgentStream:
+    def __enter__(self: _Stream) -> _Stream:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _drive(self) -> Iterator[StreamEvent]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class AgentStream(EventStream):
+    """The events of one run as they happen: iterate it once, or use it as a context manager.
+
+    ``result`` is what ``run()`` would have returned, once the run paused or ended;
+    ``close()`` (from any thread) stops the run where it stands.
+    """
+
+    def __init__(self, open_steps: Callable[[], RunSteps], client: ChatClient, after_run: Callable[[RunResult], None]) -> None:
+        self._open_steps = open_steps
+        self._client = client
+        self._after_run = after_run
+        self._reply: CompletionStream | None = None
+        self._stopping = threading.Event()
 
     def close(self) -> None:
         """Stop the run: the reply streaming now is cut off (its text kept, marked partial) and the run is cancelled."""
