@@ -145,17 +145,20 @@ def test_each_thread_keeps_one_connection_and_close_closes_them_all(sqlite_url):
         for i in range(3):
             store.append(AGENT, name, [user(str(i))])
             with store._connection() as connection:
-                seen.setdefault(name, set()).add(id(connection))
+                seen.setdefault(name, []).append(connection)  # held, so no later connection can take its id
 
     threads = [threading.Thread(target=work, args=(n,)) for n in "ab"]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert all(len(ids) == 1 for ids in seen.values()), seen
-    assert seen["a"] != seen["b"]
+    assert all(len({id(c) for c in held}) == 1 for held in seen.values()), seen
+    assert seen["a"][0] is not seen["b"][0]
     gc.collect()
     assert len(store._threads._all) == 0  # a thread that ended took its connection with it
+    for held in (seen["a"][0], seen["b"][0]):
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            held.execute("select 1")  # closed, not left open for the collector
     with store._connection() as mine:
         pass
     store.close()
