@@ -5,6 +5,7 @@ Every check here reads only; the SQLite files are the test's own, the servers ar
 
 from __future__ import annotations
 
+from contextlib import closing
 import json
 import socket
 import sqlite3
@@ -69,7 +70,7 @@ def test_a_sqlite_store_of_this_version_is_ok(sqlite_store):
 
 
 def test_a_sqlite_store_with_a_newer_schema_fails_and_says_upgrade(sqlite_store):
-    with sqlite3.connect(sqlite_store) as conn:
+    with closing(sqlite3.connect(sqlite_store)) as conn, conn:
         conn.execute("UPDATE omnisync_schema SET version = ?", (sql_schema.SCHEMA_VERSION + 1,))
     status, checks, _ = doctor(f"sqlite:///{sqlite_store}")
     assert status == 1
@@ -80,14 +81,14 @@ def test_a_sqlite_store_with_a_newer_schema_fails_and_says_upgrade(sqlite_store)
 
 def test_a_sqlite_file_of_another_application_is_named_and_left_as_it_was(tmp_path):
     path = tmp_path / "invoices.db"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("CREATE TABLE invoices (id INTEGER)")
         conn.execute("CREATE TABLE customers (id INTEGER)")
     status, checks, _ = doctor(f"sqlite:///{path}")
     assert status == 0  # a warning: omnisync could add its tables, but this is probably the wrong file
     assert checks["schema"][0] == "warn"
     assert "not an omnisync store" in checks["schema"][1] and "customers, invoices" in checks["schema"][1]
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert tables == {"invoices", "customers"}
 
