@@ -40,6 +40,7 @@ from .run_events import (
     RunEvent,
     RunFinished,
     RunPaused,
+    RunStarted,
     RunSteps,
     StoppedReply,
     Text,
@@ -135,7 +136,7 @@ class Runner:
             leased_at=self.clock(),
             output=output,
         )
-        return (yield from self._loop(store, context))
+        return (yield from self._loop(store, context, resumed=False))
 
     def resume(self, run_id: str, output: OutputType | None = None) -> RunSteps:
         """Continue a run; ``output`` replaces the output_type it started with (by default its stored schema, read as JSON)."""
@@ -167,7 +168,7 @@ class Runner:
             leased_at=self.clock(),
             output=output,
         )
-        return (yield from self._loop(store, context))
+        return (yield from self._loop(store, context, resumed=True))
 
     # --- one run per session -------------------------------------------------------------
 
@@ -266,8 +267,9 @@ class Runner:
 
     # --- the loop ------------------------------------------------------------------------
 
-    def _loop(self, store: MemoryStore, context: RunContext) -> RunSteps:
+    def _loop(self, store: MemoryStore, context: RunContext, resumed: bool) -> RunSteps:
         try:
+            yield RunStarted(context.record.run_id, context.record.session_id, resumed)
             return (yield from self._steps(store, context))
         except GeneratorExit:
             self._end_early(store, context, CANCELLED, "cancelled: the caller stopped the run before it ended")

@@ -148,9 +148,11 @@ def test_a_worker_killed_mid_run_leaves_a_run_another_resumes_after_its_lease(ba
         agent = env["SERVED_AGENT"]
 
         response = sse(one, "POST", f"/agents/{agent}/sessions/s/runs", json={"message": 'use slow({"seconds": 600})'})
-        first = next(read_events(response))
-        assert first[:2] == ("1", "tool_call")
+        events = read_events(response)
+        first = next(events)
+        assert first[:2] == ("1", "run_started") and first[2]["run_id"] == response.headers["Omnisync-Run-Id"]
         run_id = first[2]["run_id"]
+        assert next(events)[:2] == ("2", "tool_call")
         os.kill(victim.pid, signal.SIGKILL)  # in the middle of the slow tool
         victim.communicate(timeout=30)
 
