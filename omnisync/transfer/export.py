@@ -12,17 +12,18 @@ from ..messages import Message
 from ..run_record import RunRecord
 from ..stores.base import MemoryStore, SessionInfo
 from . import sqlite_file
-from .records import agents_of, dumps, iter_lines, selected_sessions
+from .records import agents_of, dumps, event_batches, iter_lines, selected_sessions
 
 
 @dataclass(frozen=True)
 class Exported:
-    """What an export wrote: JSON Lines count ``lines``; a SQLite export ``messages`` and ``runs`` rows."""
+    """What an export wrote: JSON Lines count ``lines``; a SQLite export ``messages``, ``runs`` and ``events`` rows."""
 
     sessions: int
     lines: int = 0
     messages: int = 0
     runs: int = 0
+    events: int = 0
 
 
 def export_jsonl(store: MemoryStore, out: TextIO | str | os.PathLike[str], *, agent: str | None = None, session_id: str | None = None) -> Exported:
@@ -46,10 +47,12 @@ def export_jsonl(store: MemoryStore, out: TextIO | str | os.PathLike[str], *, ag
 
 
 def export_sqlite(store: MemoryStore, path: str | os.PathLike[str], *, agent: str | None = None, session_id: str | None = None) -> Exported:
-    """Write a new SQLite file (tables ``messages`` and ``runs``); an existing file is refused with TransferError."""
+    """Write a new SQLite file (tables ``messages``, ``runs`` and ``run_events``); an existing file is refused with TransferError."""
     sessions = selected_sessions(store, agent, session_id)
-    messages, runs = sqlite_file.write(Path(path), _messages(store, sessions), _runs(store, sessions, agent, session_id))
-    return Exported(len(sessions), messages=messages, runs=runs)
+    runs = _runs(store, sessions, agent, session_id)
+    events = (batch for record in _runs(store, sessions, agent, session_id) for batch in event_batches(store, record.agent, record.run_id))
+    counts = sqlite_file.write(Path(path), _messages(store, sessions), runs, events)
+    return Exported(len(sessions), messages=counts[0], runs=counts[1], events=counts[2])
 
 
 def _write_lines(lines: Iterator[dict[str, Any]], out: TextIO) -> int:
