@@ -108,6 +108,7 @@ class AgentStream(EventStream):
         self._after_run = after_run
         self._reply: CompletionStream | None = None
         self._stopping = threading.Event()
+        self.run_id: str | None = None
 
     def close(self) -> None:
         """Stop the run: the reply streaming now is cut off (its text kept, marked partial) and the run is cancelled."""
@@ -132,7 +133,6 @@ class AgentStream(EventStream):
     def _drive(self) -> Iterator[StreamEvent]:
         steps = self._open_steps()
         sent: Completion | StoppedReply | None = None
-        run_id: str | None = None
         try:
             while True:
                 try:
@@ -140,11 +140,11 @@ class AgentStream(EventStream):
                 except StopIteration:
                     return
                 except OmnisyncError as error:
-                    yield RunFailed(run_id, error)
+                    yield RunFailed(self.run_id, error)
                     raise
                 sent = None
                 if isinstance(event, RunStarted):
-                    run_id = self.run_id = event.run_id
+                    self.run_id = event.run_id
                 if isinstance(event, ModelCallStarted):
                     try:
                         sent = yield from self._stream_reply(event)
@@ -152,7 +152,7 @@ class AgentStream(EventStream):
                         try:
                             steps.throw(broke)  # the loop records the failure as for run(), and raises it again
                         except OmnisyncError as error:
-                            yield RunFailed(run_id, error)
+                            yield RunFailed(self.run_id, error)
                             raise
                         raise
                     continue

@@ -137,7 +137,7 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 AGENT = _path("agent", "the agent's name (GET /agents lists them)")
 SESSION = _path("session", "the session's id")
 RUN = _path("run_id", "the run's id")
-PREFER = {"name": "Prefer", "in": "header", "required": False, "description": "respond-async: answer 202 once the run has started", "schema": STRING}
+PREFER: dict[str, Any] = {"name": "Prefer", "in": "header", "required": False, "description": "respond-async: answer 202 once the run has started", "schema": STRING}
 PAGE = [
     _query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}, "how many on a page (default 50)"),
     _query("cursor", STRING, "the next_cursor of the previous page"),
