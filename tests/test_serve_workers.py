@@ -21,7 +21,7 @@ import requests
 from backends import forget_agent, fresh_database, mongodb_uri, postgres_url, redis_url
 from serve_servers import scripted_model_server
 from test_serve_cli import free_port, stop, wait_until_up
-from test_serve_http import events_of, story
+from test_serve_http import story
 
 ROOT = Path(__file__).parents[1]
 APPROVE = 'use delete_file({"path": "/tmp/x"}) use slow({"seconds": 1})'

@@ -34,7 +34,7 @@ from typing import Any, cast
 
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import RunRecord
-from ..stores.base import SEQ_STEP, MemoryStore
+from ..stores.base import MemoryStore
 from ..errors import TransferError
 from .progress import NoProgress, Progress
 from .records import Counts, EventBatch, RunKey
