@@ -72,6 +72,7 @@ class Load:
     elapsed: float
     cpu: float  # CPU seconds this process spent meanwhile: the clients' (served) or the library's (direct)
     server_cpu: float  # the server's processes' (served), else 0
+    busy: float  # the machine's CPU seconds meanwhile, every process on it (the model's and store's servers too)
 
     @property
     def runs_per_second(self) -> float:
@@ -79,6 +80,10 @@ class Load:
 
     def cpu_ms_per_run(self, seconds: float) -> float:
         return seconds / len(self.outcomes) * 1000
+
+    @property
+    def cores_busy(self) -> float:
+        return self.busy / self.elapsed
 
     @property
     def errors(self) -> list[str]:
@@ -117,18 +122,26 @@ def drive(runners: list[RunOnce], warmup: int, runs: int, server_cpu: Callable[[
     for thread in threads:
         thread.start()
     warmed.wait()
-    cpu, server = cpu_seconds(), server_cpu()
+    cpu, server, busy = cpu_seconds(), server_cpu(), machine_busy_seconds()
     go.wait()
     started = time.perf_counter()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
-    return Load([o for found in outcomes for o in found], elapsed, cpu_seconds() - cpu, server_cpu() - server)
+    outcome = [o for found in outcomes for o in found]
+    return Load(outcome, elapsed, cpu_seconds() - cpu, server_cpu() - server, machine_busy_seconds() - busy)
 
 
 def cpu_seconds() -> float:
     times = os.times()
     return times.user + times.system
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores have spent on anything but idling and waiting for I/O, from /proc/stat."""
+    with open("/proc/stat") as stat:
+        ticks = [int(n) for n in stat.readline().split()[1:]]
+    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # user..steal, less idle and iowait
 
 
 def session_of(client: int, index: int) -> str:
@@ -343,8 +356,8 @@ def store_url(store: str) -> Iterator[str | None]:
 
 HEADER = [
     "| Store | workers | runs/s | direct runs/s | ÷ direct | first event p50 / p99 ms | direct | ÷ direct (p50) "
-    "| end p50 / p99 ms | direct | CPU ms a run: server + clients / direct | errors (direct) |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| end p50 / p99 ms | direct | CPU ms a run: server + clients / direct | cores busy (direct) | errors (direct) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
@@ -362,12 +375,13 @@ def table_row(title: str, workers: int, served: Load, direct: Load) -> list[str]
         f"{served.ms('end', 0.5):.1f} / {served.ms('end', 0.99):.1f}",
         f"{direct.ms('end', 0.5):.1f} / {direct.ms('end', 0.99):.1f}",
         f"{served.cpu_ms_per_run(served.server_cpu):.1f} + {served.cpu_ms_per_run(served.cpu):.1f} / {direct.cpu_ms_per_run(direct.cpu):.1f}",
+        f"{served.cores_busy:.2f} ({direct.cores_busy:.2f})",
         f"{len(served.errors)} ({len(direct.errors)})",
     ]
     lines = ["| " + " | ".join(cells) + " |"]
     for side, load in (("served", served), ("direct", direct)):
         if load.errors:
-            lines.append(f"|  first {side} error: {load.errors[0][:200]} |" + " |" * (len(cells) - 1))
+            lines.append(f"|  first {side} error: {load.errors[0][:200].replace('|', '/')} |" + " |" * (len(cells) - 1))
     return lines
 
 
@@ -392,13 +406,13 @@ def main() -> int:
             for workers in worker_counts:
                 with store_url(store) as url:
                     if not url:
-                        lines.append(f"| {TITLES[store]} | {workers} | skipped: {STORES[store][1]} is not set |" + " |" * 9)
+                        lines.append(f"| {TITLES[store]} | {workers} | skipped: {STORES[store][1]} is not set |" + " |" * 10)
                         continue
                     print(f"[{store}, {workers} worker(s)] running", file=sys.stderr)
                     try:
                         served, direct = measure(store, url, model_url, workers, args.clients, args.runs, args.warmup)
                     except RuntimeError as exc:
-                        lines.append(f"| {TITLES[store]} | {workers} | failed: {str(exc)[:300]} |" + " |" * 9)
+                        lines.append(f"| {TITLES[store]} | {workers} | failed: {str(exc)[:300]} |" + " |" * 10)
                         continue
                     lines += table_row(TITLES[store], workers, served, direct)
     print("\n".join(lines))
