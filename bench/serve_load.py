@@ -2,6 +2,7 @@
 
     python bench/serve_load.py                                 # 16 clients x 25 runs; SQLite, PostgreSQL, Redis; 1 and 4 workers
     python bench/serve_load.py --clients 8 --runs 50 --stores redis --workers 1,2,4
+    python bench/serve_load.py --stores redis --workers 1 --chunks 200    # longer answers: more events a run
 
 For each store and each ``--workers`` count it starts the server as a user would,
 ``python -m omnisync.cli serve served_agent:agent --port P --workers W`` (from bench/; the agent
@@ -16,10 +17,12 @@ waits for /readyz and for every worker's startup, then:
 
 Each side first makes ``--warmup`` untimed runs per client. Time to first event runs from
 sending the POST (or calling ``agent.stream``) to the first event; time to end, to the run's
-ending event. An error is a non-2xx answer, a broken stream or one that ends early, or a run
-whose ending event is not a completed run. PostgreSQL rows use the shared database under an
-agent name of their own, Redis rows a key prefix of their own, SQLite rows a temporary file;
-all are deleted afterwards. The table goes to stdout; it asserts nothing and exits 0.
+ending event. CPU is per run: the server's processes (read from /proc) and the clients', and
+direct's; "cores busy" is the whole machine's. An error is a non-2xx answer, a broken stream
+or one that ends early, or a run whose ending event is not a completed run. PostgreSQL rows
+use the shared database under an agent name of their own, Redis rows a key prefix of their
+own, SQLite rows a temporary file; all are deleted afterwards. The table goes to stdout; it
+asserts nothing and exits 0.
 """
 
 from __future__ import annotations
@@ -292,13 +295,15 @@ def tree_cpu_seconds(root: int) -> float:
 # --- one row ----------------------------------------------------------------------------------
 
 
-def measure(store: str, url: str, model_url: str, workers: int, clients: int, runs: int, warmup: int) -> tuple[Load, Load]:
+def measure(store: str, url: str, model_url: str, workers: int, clients: int, runs: int, warmup: int, chunks: int) -> tuple[Load, Load]:
     """The served load and the direct one, on the same store, each under an agent name of its own."""
     import served_agent
 
     kind = STORES[store][0]
     row = uuid.uuid4().hex[:8]
     env = {"SERVE_LOAD_KIND": kind, "SERVE_LOAD_URL": url, "SERVE_LOAD_MODEL": model_url, "SERVE_LOAD_PREFIX": f"omnisync-serveload-{row}"}
+    if chunks:
+        env["SERVE_LOAD_CHUNKS"] = str(chunks)
     served_env = {**env, "SERVE_LOAD_AGENT": f"serveload-{row}"}
     direct_env = {**env, "SERVE_LOAD_AGENT": f"serveload-{row}-direct"}
     try:
@@ -392,12 +397,14 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16, help="concurrent streaming clients (threads)")
     parser.add_argument("--runs", type=int, default=25, help="timed runs per client")
     parser.add_argument("--warmup", type=int, default=2, help="untimed runs per client before each side's timed ones")
+    parser.add_argument("--chunks", type=int, default=0, help="streamed chunks an answer has (default: the model's 57 words)")
     args = parser.parse_args()
     _services_env()
     worker_counts = [int(w) for w in args.workers.split(",")]
     lines = [
         f"{args.clients} streaming clients x {args.runs} runs per row ({args.clients * args.runs} runs), each client its own "
-        f"{SESSIONS_PER_CLIENT} sessions, instant local model; {os.cpu_count()} cores; Python {sys.version.split()[0]}",
+        f"{SESSIONS_PER_CLIENT} sessions, instant local model ({args.chunks or 57} chunks an answer); {os.cpu_count()} cores; "
+        f"Python {sys.version.split()[0]}",
         "",
         *HEADER,
     ]
@@ -410,7 +417,7 @@ def main() -> int:
                         continue
                     print(f"[{store}, {workers} worker(s)] running", file=sys.stderr)
                     try:
-                        served, direct = measure(store, url, model_url, workers, args.clients, args.runs, args.warmup)
+                        served, direct = measure(store, url, model_url, workers, args.clients, args.runs, args.warmup, args.chunks)
                     except RuntimeError as exc:
                         lines.append(f"| {TITLES[store]} | {workers} | failed: {str(exc)[:300]} |" + " |" * 10)
                         continue
