@@ -16,8 +16,9 @@ waits for /readyz and for every worker's startup, then:
   ``agent.stream(...)`` on one agent in this process, on the same store (a row's own agent name).
 
 Each side first makes ``--warmup`` untimed runs per client. Time to first event runs from
-sending the POST (or calling ``agent.stream``) to the first event; time to end, to the run's
-ending event. CPU is per run: the server's processes (read from /proc) and the clients', and
+sending the POST (or calling ``agent.stream``) to the first event (``run_started``: the run
+holds its session and its record is stored); time to first text, to the first piece of the
+answer; time to end, to the run's ending event. CPU is per run: the server's processes (read from /proc) and the clients', and
 direct's; "cores busy" is the whole machine's. An error is a non-2xx answer, a broken stream
 or one that ends early, or a run whose ending event is not a completed run. PostgreSQL rows
 use the shared database under an agent name of their own, Redis rows a key prefix of their
@@ -62,9 +63,11 @@ START_SECONDS = 60
 
 @dataclass
 class Outcome:
-    """One run as its client saw it: seconds to the first event and to the ending one, or an error."""
+    """One run as its client saw it: seconds to the first event (``run_started``), to the first
+    piece of the answer's text and to the ending event, or an error."""
 
     first: float = 0.0
+    first_text: float = 0.0
     end: float = 0.0
     error: str | None = None
 
@@ -157,7 +160,7 @@ def served_runner(base: str, agent: str) -> RunOnce:
     def run_once(client: int, index: int) -> Outcome:
         url = f"{base}/agents/{agent}/sessions/{session_of(client, index)}/runs"
         started = time.perf_counter()
-        first = None
+        first = first_text = None
         try:
             with http.post(url, json={"message": f"c{client}-{index}"}, headers={"Accept": "text/event-stream"}, stream=True, timeout=60) as response:
                 if not 200 <= response.status_code < 300:
@@ -165,8 +168,10 @@ def served_runner(base: str, agent: str) -> RunOnce:
                 for name, data in sse_events(response):
                     if first is None:
                         first = time.perf_counter() - started
+                    if first_text is None and name == "text_delta":
+                        first_text = time.perf_counter() - started
                     if name in ENDING_EVENTS:
-                        return ended(first, time.perf_counter() - started, name, json.loads(data))
+                        return ended(first, first_text, time.perf_counter() - started, name, json.loads(data))
         except (requests.RequestException, ValueError) as exc:  # ValueError: an event whose data is not JSON
             return Outcome(error=f"broken stream: {type(exc).__name__}: {exc}")
         return Outcome(error="the stream closed before the run's ending event")
@@ -187,33 +192,37 @@ def sse_events(response: requests.Response) -> Iterator[tuple[str, str]]:
             name = data = ""
 
 
-def ended(first: float, end: float, name: str, data: dict[str, Any]) -> Outcome:
+def ended(first: float, first_text: float | None, end: float, name: str, data: dict[str, Any]) -> Outcome:
     status = (data.get("result") or {}).get("status")
     if name != "run_finished" or status != "completed":
         return Outcome(error=f"ended with {name} ({status or data.get('error')})")
-    return Outcome(first, end)
+    if first_text is None:
+        return Outcome(error="completed without streaming any text")
+    return Outcome(first, first_text, end)
 
 
 def direct_runner(agent: Any) -> RunOnce:
     """Runs through ``agent.stream``; every client shares the one agent, as a server process's threads do."""
-    from omnisync.run_events import RunFailed, RunFinished, RunPaused
+    from omnisync.run_events import RunFailed, RunFinished, RunPaused, TextDelta
 
     def run_once(client: int, index: int) -> Outcome:
         started = time.perf_counter()
-        first = end = None
+        first = first_text = end = None
         try:
             with agent.stream(f"c{client}-{index}", session_id=session_of(client, index)) as stream:
                 for event in stream:
                     if first is None:
                         first = time.perf_counter() - started
+                    if first_text is None and isinstance(event, TextDelta):
+                        first_text = time.perf_counter() - started
                     if isinstance(event, (RunFinished, RunPaused, RunFailed)):
                         end = time.perf_counter() - started
             status = stream.result["status"]
         except Exception as exc:  # noqa: BLE001 - counted and shown, the load goes on
             return Outcome(error=f"{type(exc).__name__}: {exc}")
-        if status != "completed" or first is None or end is None:
+        if status != "completed" or first is None or first_text is None or end is None:
             return Outcome(error=f"ended {status}")
-        return Outcome(first, end)
+        return Outcome(first, first_text, end)
 
     return run_once
 
@@ -361,13 +370,15 @@ def store_url(store: str) -> Iterator[str | None]:
 
 HEADER = [
     "| Store | workers | runs/s | direct runs/s | ÷ direct | first event p50 / p99 ms | direct | ÷ direct (p50) "
+    "| first text p50 / p99 ms | direct | ÷ direct (p50) "
     "| end p50 / p99 ms | direct | CPU ms a run: server + clients / direct | cores busy (direct) | errors (direct) |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
 def table_row(title: str, workers: int, served: Load, direct: Load) -> list[str]:
     first, direct_first = served.ms("first", 0.5), direct.ms("first", 0.5)
+    text, direct_text = served.ms("first_text", 0.5), direct.ms("first_text", 0.5)
     cells = [
         title,
         str(workers),
@@ -377,6 +388,9 @@ def table_row(title: str, workers: int, served: Load, direct: Load) -> list[str]
         f"{first:.1f} / {served.ms('first', 0.99):.1f}",
         f"{direct_first:.1f} / {direct.ms('first', 0.99):.1f}",
         f"{first / direct_first:.2f}",
+        f"{text:.1f} / {served.ms('first_text', 0.99):.1f}",
+        f"{direct_text:.1f} / {direct.ms('first_text', 0.99):.1f}",
+        f"{text / direct_text:.2f}",
         f"{served.ms('end', 0.5):.1f} / {served.ms('end', 0.99):.1f}",
         f"{direct.ms('end', 0.5):.1f} / {direct.ms('end', 0.99):.1f}",
         f"{served.cpu_ms_per_run(served.server_cpu):.1f} + {served.cpu_ms_per_run(served.cpu):.1f} / {direct.cpu_ms_per_run(direct.cpu):.1f}",

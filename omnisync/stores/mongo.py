@@ -25,7 +25,9 @@ compare-and-set here is an insert that the index refuses when someone got there 
 - a fold: its summary takes ``last_seq + 1``, then checks the range (:meth:`MongoStore.fold`).
 - a run's events: an append takes the ids after the run's highest (:meth:`MongoStore.append_events`).
 - a run save: it inserts version ``expected + 1`` and then checks that version is the newest
-  and follows a live ``expected`` (:meth:`MongoStore.save_run`).
+  and follows a live ``expected`` (:meth:`MongoStore.save_run`); several records (a session's
+  lease and the run taking it) in one insert, one check and one clean-up
+  (:meth:`MongoStore.save_runs`).
 
 What FerretDB v1.24 (SQLite backend) lacks, as probed, and why the design above works on both:
 
@@ -430,6 +432,54 @@ class MongoStore(MemoryStore):
                 logger.warning("%s: could not delete the old versions of run %r: %s", self._describe(), record.run_id, exc)
         return saved
 
+    def save_runs(self, saves: Sequence[tuple[RunRecord, int | None]]) -> list[RunRecord]:
+        """:meth:`save_run` of several records in three commands, not three each.
+
+        One ordered ``insert_many`` of every new version, one ``find`` checking each is the
+        newest and follows a live expected version, one ``delete_many`` of the old versions.
+        All or none: when one does not fit, every version this call inserted is deleted again
+        (as a refused :meth:`save_run` is, a reader may see one meanwhile). A create that meets
+        a record of its id (which may have expired) takes the slower way, one save at a time.
+        """
+        saved = [record.evolve(version=(_integer("expected_version", v) if v is not None else 0) + 1) for record, v in saves]
+        for record in saved:
+            _text("session_id", record.session_id)
+        keys = [_run_key(record.agent, record.run_id) for record in saved]
+        documents = [{"_id": ObjectId(), **_run_document(record)} for record in saved]
+        creates = any(v is None for _, v in saves)
+        with self._errors(f"saving runs {', '.join(repr(r.run_id) for r in saved)}"):
+            try:
+                self.runs.insert_many(documents, ordered=True)
+            except BulkWriteError as exc:
+                inserted = documents[: exc.details.get("nInserted", 0)]
+                self._take_back_runs(inserted)
+                if not _only_duplicates(exc):
+                    raise
+                if creates:
+                    return super().save_runs(saves)
+                raise run_conflict(*saves[len(inserted)]) from exc
+            recent = {"$or": [{**key, "version": {"$gte": record.version - 1}} for key, record in zip(keys, saved)]}
+            found: dict[str, list[dict[str, Any]]] = {}
+            for doc in self.runs.find(recent, {"run_id": 1, "version": 1, "expires_at": 1}).sort("version", DESCENDING):
+                found.setdefault(doc["run_id"], []).append(doc)
+            unfit = [i for i, record in enumerate(saved) if not _is_newest(found.get(record.run_id, []), record.version)]
+            if unfit:
+                self._take_back_runs(documents)
+                if creates:
+                    return super().save_runs(saves)
+                raise run_conflict(*saves[unfit[0]])
+            older = [{**key, "version": {"$lt": record.version}} for key, record in zip(keys, saved) if record.version > 1]
+            if older:
+                try:
+                    self.runs.delete_many({"$or": older})
+                except PyMongoError as exc:  # readers skip them; the next save deletes them
+                    logger.warning("%s: could not delete the old versions of runs: %s", self._describe(), exc)
+        return saved
+
+    def _take_back_runs(self, documents: list[dict[str, Any]]) -> None:
+        if documents:
+            self.runs.delete_many({"_id": {"$in": [doc["_id"] for doc in documents]}})
+
     def _forget_if_expired(self, key: dict[str, str]) -> None:
         """Delete a run whose newest version has expired (by ``_id``: a new version is never hit)."""
         versions = list(self.runs.find(key, {"version": 1, "expires_at": 1}).sort("version", DESCENDING))
@@ -438,12 +488,7 @@ class MongoStore(MemoryStore):
 
     def _is_newest(self, key: dict[str, str], version: int) -> bool:
         recent = {**key, "version": {"$gte": version - 1}}
-        found = list(self.runs.find(recent, {"version": 1, "expires_at": 1}).sort("version", DESCENDING))
-        if not found or found[0]["version"] != version:
-            return False
-        if version == 1:
-            return True
-        return len(found) > 1 and found[1]["version"] == version - 1 and not _expired(found[1], utcnow())
+        return _is_newest(list(self.runs.find(recent, {"version": 1, "expires_at": 1}).sort("version", DESCENDING)), version)
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
         with self._errors(f"loading run {run_id!r}"):
@@ -584,6 +629,16 @@ def _only_duplicates(exc: PyMongoError) -> bool:
     details = exc.details
     errors = details.get("writeErrors") or []
     return bool(errors) and not details.get("writeConcernErrors") and all(e.get("code") == _DUPLICATE_KEY for e in errors)
+
+
+def _is_newest(found: list[dict[str, Any]], version: int) -> bool:
+    """Whether ``version`` is the newest of a run's versions ``found`` (newest first, from ``version - 1`` up),
+    and follows a live ``version - 1``: so no save came between, and none was made over an expired record."""
+    if not found or found[0]["version"] != version:
+        return False
+    if version == 1:
+        return True
+    return len(found) > 1 and found[1]["version"] == version - 1 and not _expired(found[1], utcnow())
 
 
 def _newest_versions(docs: Any) -> dict[str, int]:
