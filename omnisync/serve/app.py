@@ -391,21 +391,27 @@ async def _settled(agent: aio.OmniCoreAgent, run_id: str) -> dict[str, Any]:
         await asyncio.sleep(POLL_SECONDS)
 
 
-async def _nothing() -> AsyncIterator[Sent | None]:
+async def _nothing() -> AsyncIterator[list[Sent]]:
     return
     yield
 
 
-def _sse(events: AsyncIterator[Sent | None], headers: Mapping[str, str] | None = None) -> StreamingResponse:
+def _sse(batches: AsyncIterator[list[Sent]], headers: Mapping[str, str] | None = None) -> StreamingResponse:
+    """Each batch of events as one write; an empty batch as a keep-alive comment."""
+
     async def body() -> AsyncIterator[bytes]:
-        async for event in events:
-            if event is None:
+        async for batch in batches:
+            if not batch:
                 yield b": keep-alive\n\n"
                 continue
-            data = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
-            yield f"id: {event.id}\nevent: {event.name}\ndata: {data}\n\n".encode()
+            yield b"".join(_event_bytes(event) for event in batch)
 
     return StreamingResponse(body(), media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})})
+
+
+def _event_bytes(event: Sent) -> bytes:
+    data = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
+    return f"id: {event.id}\nevent: {event.name}\ndata: {data}\n\n".encode()
 
 
 def _guarded(handler: Handler) -> Handler:

@@ -117,8 +117,10 @@ class Drive:
         """Stop the run where it stands: its reply so far is kept, marked partial, and it ends cancelled."""
         self.stream.blocking.interrupt()
 
-    async def follow(self, keepalive: float = KEEPALIVE_SECONDS) -> AsyncIterator[Sent | None]:
-        """This drive's events from its first, each as it comes, until it ends; None is a keep-alive."""
+    async def follow(self, keepalive: float = KEEPALIVE_SECONDS) -> AsyncIterator[list[Sent]]:
+        """This drive's events from its first, as they come, until it ends: every event that came
+        since the last batch in one, so a client that reads slower than the model writes gets
+        fewer, larger writes; an empty batch is a keep-alive."""
         index = 0
         while True:
             async with self._changed:
@@ -128,38 +130,31 @@ class Drive:
                     except asyncio.TimeoutError:
                         pass
                 batch, ended = self._sent[index:], self._ended
-            for event in batch:
-                yield event
+            if batch:
+                yield batch
             index += len(batch)
             if ended and index >= len(self._sent):
                 return
             if not batch:
-                yield None
+                yield []
 
     async def _pump(self) -> None:
-        events = aiter(self.stream)
-        step: asyncio.Future[Any] | None = None
+        feed = _Feed(self.stream.blocking)
         try:
-            while True:
-                if step is None:
-                    step = asyncio.ensure_future(anext(events))
+            while not feed.ended:
                 due = self._text_since + FLUSH_SECONDS - time.monotonic() if self._text else None
-                done, _ = await asyncio.wait([step], timeout=max(due, 0) if due is not None else None)
-                if not done:  # the model is slow to say more: store the text so far
+                batch = await feed.batch(max(due, 0) if due is not None else None)
+                if not batch:  # the model is slow to say more: store the text so far
                     await self._store([])
                     continue
-                try:
-                    event = step.result()
-                except StopAsyncIteration:
-                    break
-                finally:
-                    step = None
-                await self._take(event)
+                for event in batch:
+                    await self._take(event)
             await self._store([])
             self.finished.set_result(self.stream.result)
         except BaseException as error:
-            if step is not None:
-                step.cancel()
+            if not isinstance(error, Exception):  # this task was cancelled: the run stops, its text kept
+                self.stream.blocking.interrupt()
+                await asyncio.shield(feed.done)
             if isinstance(error, Exception):
                 await self._store([])  # the text the run said before it failed
             for future in (self.started, self.finished):
@@ -188,6 +183,7 @@ class Drive:
             if self._on_start is not None:
                 await self._on_start(run_id)
             self.started.set_result(run_id)
+            await asyncio.sleep(0)  # the answer that waits for the run to start goes now, not after this batch
         name, data = event_to_wire(event)
         if isinstance(event, TextDelta):
             if not self._text:
@@ -249,9 +245,9 @@ class RunHub:
 
     async def follow(
         self, name: str, agent: aio.OmniCoreAgent, run_id: str, after: Cursor, keepalive: float = KEEPALIVE_SECONDS
-    ) -> AsyncIterator[Sent | None]:
+    ) -> AsyncIterator[list[Sent]]:
         """The run's stored events after ``after``, then each one stored later, until the run
-        pauses or ends; None is a keep-alive. A run that stored no ending (driven by a local
+        pauses or ends, a page read from the store in a batch; an empty batch is a keep-alive. A run that stored no ending (driven by a local
         agent, or by a server before events were stored) ends with its record's, id ``final``."""
         store = agent.blocking.memory_router.store
         cursor, skip = after.id, after.chars
@@ -261,6 +257,7 @@ class RunHub:
             ended = bool(last) and last[0].name in ENDING_EVENTS
         while True:
             page = await in_thread(store.read_events, agent.name, run_id, cursor)
+            batch = []
             for event in page:
                 data = event.data
                 if skip and event.name == "text_delta":  # the client has these characters already
@@ -268,7 +265,9 @@ class RunHub:
                 skip = 0
                 cursor, ended = event.id, event.name in ENDING_EVENTS
                 if data.get("text") != "":
-                    yield Sent(str(event.id), event.name, data)
+                    batch.append(Sent(str(event.id), event.name, data))
+            if batch:
+                yield batch
             if page:
                 delay, quiet_since = POLL_SECONDS[0], time.monotonic()
                 continue
@@ -277,11 +276,11 @@ class RunHub:
             if delay >= POLL_SECONDS[1]:
                 final = await self._final_if_settled(agent, run_id)
                 if final is not None:
-                    yield final
+                    yield [final]
                     return
             if time.monotonic() - quiet_since >= keepalive:
                 quiet_since = time.monotonic()
-                yield None
+                yield []
             if not await self._nudged(name, run_id, delay):
                 delay = min(delay * 2, POLL_SECONDS[1])
 
@@ -339,6 +338,51 @@ class RunHub:
                 drive.interrupt()
         if pending:
             await asyncio.wait(pending)
+
+
+class _Feed:
+    """A blocking stream iterated in one worker thread, its events handed to the event loop as
+    they come, and taken in batches: one thread for the whole run, not a thread hop per event."""
+
+    def __init__(self, stream: Any) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.ended = False
+        self.done = asyncio.ensure_future(in_thread(self._produce, stream))
+
+    def _produce(self, stream: Any) -> None:
+        put = self._queue.put_nowait
+        try:
+            for event in stream:
+                self._loop.call_soon_threadsafe(put, ("event", event))
+        except BaseException as error:  # handed to the loop; raised there by batch()
+            self._loop.call_soon_threadsafe(put, ("error", error))
+        else:
+            self._loop.call_soon_threadsafe(put, ("end", None))
+
+    async def batch(self, timeout: float | None) -> list[Any]:
+        """Every event that has come, waiting up to ``timeout`` seconds for the first; raises what the stream raised."""
+        try:
+            first = await asyncio.wait_for(self._queue.get(), timeout)
+        except asyncio.TimeoutError:
+            return []
+        items = [first]
+        while not self._queue.empty():
+            items.append(self._queue.get_nowait())
+        events = []
+        for kind, item in items:
+            if kind == "error":
+                self.ended = True
+                if events:  # what came before the error is taken first; the error comes next time
+                    self._queue.put_nowait((kind, item))
+                    self.ended = False
+                    return events
+                raise item
+            if kind == "end":
+                self.ended = True
+                return events
+            events.append(item)
+        return events
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
