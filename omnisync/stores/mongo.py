@@ -642,7 +642,7 @@ _KEY_ORDER = [("agent", ASCENDING), ("session_id", ASCENDING)]
 def _after(agent: str | None, after: tuple[str, str] | None) -> dict[str, Any]:
     """The filter of ``agent``'s (None: every agent's) documents after the cursor ``after``."""
     if after is not None:
-        _text("agent", after[0]), _text("session_id", after[1])
+        _session(*after)  # strings, never an operator
     if agent is None:
         if after is None:
             return {}

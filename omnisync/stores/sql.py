@@ -289,12 +289,12 @@ class SQLStore(MemoryStore):
     def sessions(self, agent: str | None = None) -> list[SessionInfo]:
         query = SESSIONS if agent is None else SESSIONS.where(_m.agent == agent)
         with self._statement() as conn:
-            return [SessionInfo(a, s, int(n), _from_micros(last)) for a, s, n, last in conn.execute(query)]
+            return [_session_info(row) for row in conn.execute(query)]
 
     def sessions_page(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> list[SessionInfo]:
         query = self.sessions_page_query(agent, after, page_limit(limit))
         with self._statement() as conn:
-            return [SessionInfo(a, s, int(n), _from_micros(last)) for a, s, n, last in conn.execute(query)]
+            return [_session_info(row) for row in conn.execute(query)]
 
     def sessions_page_query(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> Any:
         """The statement :meth:`sessions_page` runs, for EXPLAIN in tests. Each form is one the
@@ -628,6 +628,11 @@ def _configure_sqlite(engine: Engine) -> None:
         if write or write is None:  # None: not one of ours (create_all, a user's own statement)
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         # A read is a single SELECT, atomic without a transaction: no BEGIN/COMMIT round trips.
+
+
+def _session_info(row: Sequence[Any]) -> SessionInfo:
+    """A row of SESSIONS: agent, session_id, count, last write (µs)."""
+    return SessionInfo(row[0], row[1], int(row[2]), _from_micros(row[3]))
 
 
 def _text(value: str) -> Any:
