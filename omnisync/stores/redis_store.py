@@ -3,10 +3,10 @@
 Key layout (``P`` is the prefix, ``OMNISYNC_REDIS_PREFIX`` or ``"omnisync"``; ``A``, ``S``
 and ``R`` are the agent, session id and run id as hex of their UTF-8 bytes)::
 
-    P:agents                 set     A of every agent that has had sessions  (sessions() of all agents)
-    P:agents:order           zset    the same A, score 0, so in byte order   (pages of sessions of all agents)
+    P:agents                 set     A of every agent that has had sessions  (what its twin must hold)
+    P:agents:order           zset    its twin: the same A, every score 0     (pages of all agents' sessions)
     P:a:A:sessions           set     S of every session this agent has had   (clear(agent))
-    P:a:A:sessions:order     zset    the same S, score 0, so in byte order   (pages of sessions, sessions())
+    P:a:A:sessions:order     zset    its twin: the same S, every score 0     (pages of sessions, sessions())
     P:a:A:s:S:active         zset    active messages, JSON, score = seq      (the window)
     P:a:A:s:S:inactive       zset    folded messages kept under "keep"       (history only)
     P:a:A:s:S:meta           hash    seq = the counter, last = last write (µs since the epoch),
@@ -18,9 +18,10 @@ and ``R`` are the agent, session id and run id as hex of their UTF-8 bytes)::
 On a Redis Cluster (a ``redis+cluster://`` URL or a ``RedisCluster`` client) the same names
 carry hash tags, so that every key one operation touches is in one slot::
 
-    P:{a:A}:sessions   P:{a:A}:sessions:order   P:{a:A}:runs   P:{a:A}:run:R   P:{a:A}:run:R:events   one slot per agent
+    P:{a:A}:sessions   P:{a:A}:sessions:order   P:{a:A}:runs   P:{a:A}:run:R   P:{a:A}:run:R:events
+                                              one slot per agent
     P:{a:A:s:S}:active   P:{a:A:s:S}:inactive   P:{a:A:s:S}:meta   one slot per session
-    P:agents   P:{P:agents}:order   one slot: the second's tag is the whole name of the first
+    P:agents   P:{P:agents}:order             one slot (the second's tag is the first's whole name)
 
 On one server the names have no braces: they are the names of every earlier release, so
 data written before needs no migration (this store has no schema version; the layout is
@@ -43,13 +44,13 @@ Why:
   script each on its agent's keys (a compare-and-set on the record's version).
 - The agent and session sets are in other slots than the session, so no script writes both.
   They are indexes that may over-list, never under-list: a session is added to them (one
-  pipelined ``SADD`` each) *before* its first message is written, which the session's
-  ``listed`` flag records; the append script refuses to write to a session not yet listed,
-  and the caller lists it and tries again (the listing also writes the twins, below). Nothing removes an entry, so no removal can race
-  an append (a clear that drops the entry while another process appends would hide that
-  session for good). A cleared session stays listed with no messages, as its seq counter
-  stays; ``sessions()`` leaves out sessions with no messages. So a session's first append
-  costs two more round trips, every later one none.
+  pipelined script each, which writes the set's sorted twin too, below) *before* its first
+  message is written, which the session's ``listed`` flag records; the append script refuses
+  to write to a session not yet listed, and the caller lists it and tries again. Nothing
+  removes an entry, so no removal can race an append (a clear that drops the entry while
+  another process appends would hide that session for good). A cleared session stays listed
+  with no messages, as its seq counter stays; ``sessions()`` leaves out sessions with no
+  messages. So a session's first append costs two more round trips, every later one none.
 - A set has no order, so each listing set has a twin sorted set whose members all score 0:
   ``ZRANGEBYLEX`` reads it in byte order from a cursor (hex of UTF-8 keeps the order of the
   ids, which is Python's order of ``str``), ``O(log N + n)``. A session is listed in both by one
@@ -60,12 +61,12 @@ Why:
   into the twin, ``SSCAN`` a thousand at a time, once; no migration step.
 - ``sessions_page`` reads the next ids from the twins, then counts those sessions with one
   script per session, pipelined (one round trip per server), and keeps those with messages.
-  A page costs two round trips per agent it reaches, and more only to pass over cleared
-  sessions (listed, with no messages), read ``limit`` at a time. ``sessions()`` is the pages
-  read to the end. ``clear(agent)`` reads the agent's set, then one script per session,
-  pipelined. Each session is counted or cleared atomically; a listing as a whole is not one
-  snapshot, and a session appended to while ``clear(agent)`` runs may keep its new messages,
-  as if the append had come after.
+  A page costs two round trips per agent it reaches (of every agent: one more, to read the
+  agents' twin), and more only to pass over cleared sessions (listed, with no messages),
+  read ``limit`` at a time. ``sessions()`` is the pages read to the end. ``clear(agent)``
+  reads the agent's set, then one script per session, pipelined. Each session is counted or
+  cleared atomically; a listing as a whole is not one snapshot, and a session appended to
+  while ``clear(agent)`` runs may keep its new messages, as if the append had come after.
 - A run record with ``expires_at`` gets ``PEXPIREAT``: Redis itself removes it; the run index
   drops entries whose record has gone when it is next read.
 - A run's events are one list next to its record: ``RPUSH`` numbers them (atomic, so two
