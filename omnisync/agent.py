@@ -109,7 +109,8 @@ class OmniCoreAgent:
     def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> AgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
-        Yields ``TextDelta`` as the reply is written, ``ToolCall`` once a call's arguments are
+        Yields ``RunStarted`` (its ``run_id``, also ``stream.run_id``) before the first model
+        call, ``TextDelta`` as the reply is written, ``ToolCall`` once a call's arguments are
         complete, ``ToolResult``, then ``RunPaused`` or ``RunFinished`` carrying exactly what
         ``run()`` returns (also ``stream.result`` afterwards), or ``RunFailed`` before the error
         is raised. Stopping early keeps the text so far, marked partial, and cancels the run.

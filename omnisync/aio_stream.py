@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import cast
 
 from ._aio_pool import call as in_thread
 from .results import RunResult

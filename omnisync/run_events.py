@@ -20,6 +20,19 @@ from .results import RunResult
 
 
 @dataclass(frozen=True)
+class RunStarted:
+    """The run holds its session and its record is stored (``resumed``: again, by a resume).
+
+    From here it can be followed, resumed or cancelled by ``run_id``; it comes before the
+    first model call, so a caller learns the id at once.
+    """
+
+    run_id: str
+    session_id: str
+    resumed: bool = False
+
+
+@dataclass(frozen=True)
 class ModelCallStarted:
     """The loop needs a model reply to these messages; the driver sends back a Completion.
 
@@ -113,7 +126,7 @@ class StoppedReply:
     completion: Completion
 
 
-RunEvent = Union[ModelCallStarted, ModelCallFinished, TextDelta, Text, ToolCall, ToolResult, RunPaused, RunFinished, RunFailed]
+RunEvent = Union[RunStarted, ModelCallStarted, ModelCallFinished, TextDelta, Text, ToolCall, ToolResult, RunPaused, RunFinished, RunFailed]
 RunSteps = Generator[RunEvent, Union[Completion, StoppedReply, None], RunResult]
 ModelCall = Callable[..., Completion]
 """How a driver calls the model: ``call(messages, tools, **options)``, as ``ChatClient.complete`` takes them."""

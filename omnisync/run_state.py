@@ -80,9 +80,26 @@ def create(
     run_id: str | None = None,
     response_format: dict[str, Any] | None = None,
 ) -> RunRecord:
-    """A new running record, leased to this process."""
+    """A new running record, leased to this process, saved."""
+    record = new_record(
+        agent, session_id, budget=budget, loaded_seq=loaded_seq, lease_seconds=lease_seconds, run_id=run_id, response_format=response_format
+    )
+    return store.save_run(record, expected_version=None)
+
+
+def new_record(
+    agent: str,
+    session_id: str,
+    *,
+    budget: dict[str, Any],
+    loaded_seq: tuple[int, int] | None,
+    lease_seconds: int,
+    run_id: str | None = None,
+    response_format: dict[str, Any] | None = None,
+) -> RunRecord:
+    """A new running record, leased to this process, not saved yet."""
     now = utcnow()
-    record = RunRecord(
+    return RunRecord(
         run_id=run_id or new_run_id(),
         agent=agent,
         session_id=session_id,
@@ -95,7 +112,6 @@ def create(
         created_at=now,
         updated_at=now,
     )
-    return store.save_run(record, expected_version=None)
 
 
 def claim(
@@ -185,8 +201,13 @@ def finish(
     error: str | None = None,
 ) -> RunRecord:
     """End a run as completed, failed or cancelled; it expires ``retention_days`` later."""
+    return store.save_run(ended(record, status, retention_days=retention_days, response=response, error=error), expected_version=record.version)
+
+
+def ended(record: RunRecord, status: str, *, retention_days: int | None, response: str | None = None, error: str | None = None) -> RunRecord:
+    """The record of a run ended as completed, failed or cancelled, not saved yet (see :func:`finish`)."""
     now = utcnow()
-    ended = record.evolve(
+    return record.evolve(
         status=status,
         response=response,
         error=error,
@@ -197,7 +218,6 @@ def finish(
         finished_at=now,
         expires_at=now + timedelta(days=retention_days) if retention_days is not None else None,
     )
-    return store.save_run(ended, expected_version=record.version)
 
 
 def fail(store: MemoryStore, record: RunRecord, error: str, *, retention_days: int | None) -> RunRecord:
@@ -305,10 +325,25 @@ def take_session(store: MemoryStore, agent: str, session_id: str, run_id: str, *
     The lease record itself is leased for ``lease_seconds`` when taken, so a run that has
     taken it but not yet saved its own record still holds it.
     """
-    now = utcnow()
     lease, holder = store.load_lease(agent, session_lease_id(session_id))
+    wanted, abandoned = judge_session(lease, holder, agent, session_id, run_id, lease_seconds=lease_seconds)
+    if wanted is not None:
+        store.save_run(wanted, expected_version=lease.version if lease is not None else None)
+    return abandoned
+
+
+def judge_session(
+    lease: RunRecord | None, holder: RunRecord | None, agent: str, session_id: str, run_id: str, *, lease_seconds: int
+) -> tuple[RunRecord | None, RunRecord | None]:
+    """What :func:`take_session` decides from the session's lease and its holder, writing nothing.
+
+    Returns the lease record to save over ``lease`` (None when ``run_id`` holds it already),
+    and the holder's record when that run was abandoned (then nothing is to be saved yet);
+    raises SessionBusyError when a live or paused run holds the session.
+    """
+    now = utcnow()
     if lease is not None and lease.lease_owner == run_id:
-        return None
+        return None, None
     if lease is not None and lease.lease_owner is not None:
         if holder is None:
             if lease.lease_until and lease.lease_until > now:
@@ -329,7 +364,7 @@ def take_session(store: MemoryStore, agent: str, session_id: str, run_id: str, *
                     f"{holder.lease_until.isoformat()})",
                     run_id=holder.run_id,
                 )
-            return holder
+            return None, holder
     wanted = RunRecord(
         run_id=session_lease_id(session_id),
         agent=agent,
@@ -341,8 +376,7 @@ def take_session(store: MemoryStore, agent: str, session_id: str, run_id: str, *
         created_at=lease.created_at if lease is not None else now,
         updated_at=now,
     )
-    store.save_run(wanted, expected_version=lease.version if lease is not None else None)
-    return None
+    return wanted, None
 
 
 def release_session(store: MemoryStore, agent: str, session_id: str, run_id: str) -> None:

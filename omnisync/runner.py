@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -40,6 +41,7 @@ from .run_events import (
     RunEvent,
     RunFinished,
     RunPaused,
+    RunStarted,
     RunSteps,
     StoppedReply,
     Text,
@@ -110,22 +112,17 @@ class Runner:
     def start(self, message: Content, session_id: str, on_busy: str = "wait", output: OutputType | None = None) -> RunSteps:
         store = self.store
         run_id = run_state.new_run_id()
-        self._take_session(store, session_id, run_id, on_busy)
-        try:
-            window = self.prompt.window(store, self.agent, session_id)
-            record = run_state.create(
-                store,
-                self.agent,
-                session_id,
-                budget=self.config.budget,
-                loaded_seq=(window[0].seq, window[-1].seq) if window else None,  # type: ignore[arg-type]
-                lease_seconds=self.config.run_lease_seconds,
-                run_id=run_id,
-                response_format=output.response_format if output else None,
-            )
-        except BaseException:
-            self._release_session(store, session_id, run_id)
-            raise
+        opened = self._open_free_session(store, session_id, run_id, output)
+        if opened is None:
+            self._take_session(store, session_id, run_id, on_busy)
+            try:
+                window = self.prompt.window(store, self.agent, session_id)
+                record = store.save_run(self._new_record(session_id, run_id, window, output), expected_version=None)
+            except BaseException:
+                self._release_session(store, session_id, run_id)
+                raise
+        else:
+            record, window = opened
         user = self.prompt.price({"role": "user", "content": message})
         context = RunContext(
             record=record,
@@ -135,7 +132,7 @@ class Runner:
             leased_at=self.clock(),
             output=output,
         )
-        return (yield from self._loop(store, context))
+        return (yield from self._loop(store, context, resumed=False))
 
     def resume(self, run_id: str, output: OutputType | None = None) -> RunSteps:
         """Continue a run; ``output`` replaces the output_type it started with (by default its stored schema, read as JSON)."""
@@ -167,9 +164,48 @@ class Runner:
             leased_at=self.clock(),
             output=output,
         )
-        return (yield from self._loop(store, context))
+        return (yield from self._loop(store, context, resumed=True))
 
     # --- one run per session -------------------------------------------------------------
+
+    def _open_free_session(
+        self, store: MemoryStore, session_id: str, run_id: str, output: OutputType | None
+    ) -> tuple[RunRecord, list[Message]] | None:
+        """Take a free session and create the run's record with one read and one write.
+
+        None when the session is not simply free (busy, paused, abandoned) or another run took
+        it meanwhile: :meth:`_take_session` then waits, raises or closes the abandoned run.
+        """
+        memory = self.prompt.memory
+        lease, holder, window = store.load_lease_and_window(
+            self.agent, run_state.session_lease_id(session_id), session_id, max_messages=memory.max_messages, max_tokens=memory.max_tokens
+        )
+        try:
+            wanted, abandoned = run_state.judge_session(lease, holder, self.agent, session_id, run_id, lease_seconds=self.config.run_lease_seconds)
+        except SessionBusyError:
+            return None
+        if wanted is None or abandoned is not None:
+            return None
+        record = self._new_record(session_id, run_id, window, output)
+        try:
+            saved = store.save_runs([(wanted, lease.version if lease is not None else None), (record, None)])
+        except RunConflictError:
+            return None
+        except BaseException:
+            self._release_session(store, session_id, run_id)
+            raise
+        return saved[1], window
+
+    def _new_record(self, session_id: str, run_id: str, window: list[Message], output: OutputType | None) -> RunRecord:
+        return run_state.new_record(
+            self.agent,
+            session_id,
+            budget=self.config.budget,
+            loaded_seq=(window[0].seq, window[-1].seq) if window else None,  # type: ignore[arg-type]
+            lease_seconds=self.config.run_lease_seconds,
+            run_id=run_id,
+            response_format=output.response_format if output else None,
+        )
 
     def _take_session(self, store: MemoryStore, session_id: str, run_id: str, on_busy: str) -> None:
         """Make ``run_id`` the session's run, waiting for a busy one up to ``session_wait_seconds`` if asked."""
@@ -266,8 +302,9 @@ class Runner:
 
     # --- the loop ------------------------------------------------------------------------
 
-    def _loop(self, store: MemoryStore, context: RunContext) -> RunSteps:
+    def _loop(self, store: MemoryStore, context: RunContext, resumed: bool) -> RunSteps:
         try:
+            yield RunStarted(context.record.run_id, context.record.session_id, resumed)
             return (yield from self._steps(store, context))
         except GeneratorExit:
             self._end_early(store, context, CANCELLED, "cancelled: the caller stopped the run before it ended")
@@ -326,12 +363,16 @@ class Runner:
             elif not self._lease_is_fresh(context):  # a final reply after a long model call: renew before writing it
                 self._save(store, context, context.record)
             self._add(context, reply)
+            if not calls:  # the answer: written with the run's ending, in one go where the store can
+                try:
+                    output = self._read_output(context, reply["content"], completion) if context.output else _NO_OUTPUT
+                except OutputValidationError:
+                    self._write(store, context)  # the answer stays in the session; the run ends failed
+                    raise
+                return (yield from self._finish(store, context, COMPLETED, reply["content"], output=output))
             self._write(store, context)
             if reply["content"]:
                 yield Text(context.record.run_id, reply["content"])
-            if not calls:
-                output = self._read_output(context, reply["content"], completion) if context.output else _NO_OUTPUT
-                return (yield from self._finish(store, context, COMPLETED, reply["content"], output=output))
             for call in calls:
                 yield ToolCall(context.record.run_id, call["id"], call["function"]["name"], call["function"]["arguments"])
 
@@ -426,16 +467,21 @@ class Runner:
         return message if name is None else replace(message, name=name)
 
     def _write(self, store: MemoryStore, context: RunContext) -> None:
-        try:
+        with self._writing(store, context):
             written = store.append(self.agent, context.record.session_id, context.unwritten)
-        except OmnisyncError:
-            raise
-        except Exception as exc:  # a driver's own error: the run still ends with a typed one
-            raise StoreError(f"the {store.kind} store could not write run {context.record.run_id}'s messages: {type(exc).__name__}: {exc}") from exc
         context.unwritten = []
         if context.record.first_written_seq is None and written:
             # Saved with the record's next save, which always follows a write.
             context.record = context.record.evolve(first_written_seq=written[0].seq)
+
+    @contextmanager
+    def _writing(self, store: MemoryStore, context: RunContext) -> Iterator[None]:
+        try:
+            yield
+        except OmnisyncError:
+            raise
+        except Exception as exc:  # a driver's own error: the run still ends with a typed one
+            raise StoreError(f"the {store.kind} store could not write run {context.record.run_id}'s messages: {type(exc).__name__}: {exc}") from exc
 
     def _lease_is_fresh(self, context: RunContext) -> bool:
         """True while at least half the lease this process last took is left: nobody can have taken the run over.
@@ -495,9 +541,16 @@ class Runner:
     def _finish(
         self, store: MemoryStore, context: RunContext, status: str, response: str | None, error: str | None = None, output: Any = _NO_OUTPUT
     ) -> RunSteps:
-        context.record = run_state.finish(
-            store, context.record, status, retention_days=self.config.run_retention_days, response=response, error=error
-        )
+        """End the run; messages not written yet are written with its ending."""
+        ended = run_state.ended(context.record, status, retention_days=self.config.run_retention_days, response=response, error=error)
+        if context.unwritten:
+            with self._writing(store, context):
+                _, context.record = store.append_and_save_run(self.agent, ended.session_id, context.unwritten, ended, context.record.version)
+            context.unwritten = []
+            if response:
+                yield Text(ended.run_id, response)
+        else:
+            context.record = store.save_run(ended, expected_version=context.record.version)
         result = result_of(context.record)
         if output is not _NO_OUTPUT:
             result["output"] = output

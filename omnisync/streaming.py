@@ -30,6 +30,7 @@ from .run_events import (
     RunFailed,
     RunFinished,
     RunPaused,
+    RunStarted,
     RunSteps,
     StoppedReply,
     Text,
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from .model.client import ChatClient
     from .model.stream import CompletionStream
 
-StreamEvent = TextDelta | ToolCall | ToolResult | RunPaused | RunFinished | RunFailed
-"""What ``agent.stream`` yields: text as it arrives, tool calls once complete, their results, then how the run ended."""
+StreamEvent = RunStarted | TextDelta | ToolCall | ToolResult | RunPaused | RunFinished | RunFailed
+"""What ``agent.stream`` yields: that the run started (its id), text as it arrives, tool calls once complete, their results, then how the run ended."""
 
 _INTERNAL = (ModelCallStarted, ModelCallFinished, Text)
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -59,10 +60,11 @@ _Stream = TypeVar("_Stream", bound="EventStream")
 
 
 class EventStream:
-    """What every stream of a run offers: iterate it for events; ``result`` once the run paused
-    or ended; a with-block that closes it. Subclasses say how events come (``_drive``) and
-    what closing does."""
+    """What every stream of a run offers: iterate it for events; ``run_id`` once the run started;
+    ``result`` once it paused or ended; a with-block that closes it. Subclasses say how events
+    come (``_drive``) and what closing does."""
 
+    run_id: str | None = None
     _events: Iterator[StreamEvent] | None = None
     _result: RunResult | None = None
 
@@ -106,6 +108,7 @@ class AgentStream(EventStream):
         self._after_run = after_run
         self._reply: CompletionStream | None = None
         self._stopping = threading.Event()
+        self.run_id: str | None = None
 
     def close(self) -> None:
         """Stop the run: the reply streaming now is cut off (its text kept, marked partial) and the run is cancelled."""
@@ -130,7 +133,6 @@ class AgentStream(EventStream):
     def _drive(self) -> Iterator[StreamEvent]:
         steps = self._open_steps()
         sent: Completion | StoppedReply | None = None
-        run_id: str | None = None
         try:
             while True:
                 try:
@@ -138,18 +140,19 @@ class AgentStream(EventStream):
                 except StopIteration:
                     return
                 except OmnisyncError as error:
-                    yield RunFailed(run_id, error)
+                    yield RunFailed(self.run_id, error)
                     raise
                 sent = None
+                if isinstance(event, RunStarted):
+                    self.run_id = event.run_id
                 if isinstance(event, ModelCallStarted):
-                    run_id = event.run_id
                     try:
                         sent = yield from self._stream_reply(event)
                     except Exception as broke:
                         try:
                             steps.throw(broke)  # the loop records the failure as for run(), and raises it again
                         except OmnisyncError as error:
-                            yield RunFailed(run_id, error)
+                            yield RunFailed(self.run_id, error)
                             raise
                         raise
                     continue

@@ -456,6 +456,44 @@ class StoreContract:
         assert store.load_lease(AGENT, "lease")[1] == holder  # never another agent's run of that id
         assert store.load_lease("other", "lease") == (None, None)
 
+    # --- what one run does, in few round trips ---------------------------------------------
+
+    def test_lease_and_window_are_read_together_as_apart(self, store):
+        store.append(AGENT, "s", [user("old"), *tool_exchange("c1"), reply("after the tool"), user("newest")])
+        assert store.load_lease_and_window(AGENT, "lease", "s", max_messages=3) == (None, None, store.window(AGENT, "s", max_messages=3))
+        assert contents(store.load_lease_and_window(AGENT, "lease", "s", max_messages=3)[2]) == ["after the tool", "newest"]  # no orphan result
+        lease = store.save_run(self._run("lease", lease_owner="holder"), None)
+        holder = store.save_run(self._run("holder"), None)
+        read = store.load_lease_and_window(AGENT, "lease", "s", max_tokens=25)
+        assert read == (lease, holder, store.window(AGENT, "s", max_tokens=25))
+        assert store.load_lease_and_window(AGENT, "lease", "empty", max_messages=5) == (lease, holder, [])
+
+    def test_save_runs_saves_each_in_order_or_raises_at_the_first_that_does_not_fit(self, store):
+        lease = store.save_run(self._run("lease"), None)
+        saved = store.save_runs([(lease.evolve(lease_owner="r1"), lease.version), (self._run("r1"), None)])
+        assert [(r.run_id, r.version) for r in saved] == [("lease", 2), ("r1", 1)]
+        assert store.load_run(AGENT, "lease") == saved[0] and store.load_run(AGENT, "r1") == saved[1]
+        with pytest.raises(RunConflictError):
+            store.save_runs([(saved[0].evolve(lease_owner="r2"), lease.version), (self._run("r2"), None)])
+        assert store.load_run(AGENT, "lease") == saved[0] and store.load_run(AGENT, "r2") is None  # the first did not fit: nothing
+
+    def test_append_and_save_run_writes_the_messages_and_fills_the_first_written_seq(self, store):
+        store.append(AGENT, "s", [user("before")])
+        record = store.save_run(self._run(), None)
+        written, saved = store.append_and_save_run(AGENT, "s", [user("hi"), reply("hello")], record.evolve(status=COMPLETED), record.version)
+        assert [m.seq for m in written] == [4, 6] and contents(store.history(AGENT, "s")) == ["before", "hi", "hello"]
+        assert saved.first_written_seq == 4 and saved.version == 2 and store.load_run(AGENT, "r1") == saved
+        _, again = store.append_and_save_run(AGENT, "s", [user("more")], saved.evolve(step=3), saved.version)
+        assert again.first_written_seq == 4 and store.load_run(AGENT, "r1").step == 3  # a seq already known stays
+        _, fresh = store.append_and_save_run(AGENT, "new session", [user("first")], self._run("r2", session_id="new session"), None)
+        assert fresh.first_written_seq == 2 and [s.session_id for s in store.sessions(AGENT)] == ["new session", "s"]
+
+    def test_append_and_save_run_with_a_stale_version_raises(self, store):
+        record = store.save_run(self._run(), None)
+        with pytest.raises(RunConflictError):
+            store.append_and_save_run(AGENT, "s", [user("late")], record.evolve(status=COMPLETED), record.version + 5)
+        assert store.load_run(AGENT, "r1") == record
+
     # --- a run's events -------------------------------------------------------------------
 
     def test_events_take_consecutive_ids_and_read_from_a_cursor(self, store):

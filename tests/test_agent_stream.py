@@ -13,7 +13,7 @@ from backend_routers import BACKENDS, open_router
 from fake_http import completion
 from fake_stream import Streamed, chunk, install, sse, tool_fragment
 from omnisync.errors import StreamInterruptedError
-from omnisync.run_events import RunFailed, RunFinished, RunPaused, TextDelta, ToolCall, ToolResult
+from omnisync.run_events import RunFailed, RunFinished, RunPaused, RunStarted, TextDelta, ToolCall, ToolResult
 from omnisync.tools import ToolRegistry
 
 WORDS = ["Atlas ", "ships ", "on ", "Friday."]
@@ -52,6 +52,7 @@ def test_a_completed_stream_stores_exactly_what_run_stores(router, name, monkeyp
         events = list(stream)
     assert [e.text for e in events if isinstance(e, TextDelta)] == WORDS
     assert isinstance(events[-1], RunFinished) and events[-1].result == stream.result
+    assert events[0] == RunStarted(stream.result["run_id"], "streamed") and stream.run_id == stream.result["run_id"]
     streamed = stream.result
     assert {**streamed, "run_id": "", "session_id": ""} == {**whole, "run_id": "", "session_id": ""}
     assert stored(agent, "streamed") == stored(agent, "whole")
@@ -68,6 +69,9 @@ def test_stopping_early_keeps_the_text_so_far_marked_partial_and_cancels_the_run
     stream = agent.stream("When does Atlas ship?", session_id="s")
     received = []
     for event in stream:
+        if isinstance(event, RunStarted):
+            assert agent.get_run(event.run_id)["status"] == "running"  # its record is there before the model answers
+            continue
         received.append(event.text)
         if len(received) == 2:
             break
@@ -104,8 +108,9 @@ def test_an_unfinished_tool_call_is_never_stored(router, name, monkeypatch):
     agent = make_agent(name, router, local_tools=tools)
     with agent.stream("Weather?", session_id="s") as stream:
         for event in stream:
-            assert isinstance(event, TextDelta)
-            break
+            if not isinstance(event, RunStarted):
+                assert isinstance(event, TextDelta)
+                break
     assert ran == []
     assert stored(agent, "s") == [("user", "Weather?", None, False), ("assistant", "Let me check. ", None, True)]
     assert stream.result["status"] == "cancelled"
@@ -134,8 +139,8 @@ def test_tool_calls_and_results_stream_as_events_then_the_answer(router, name, m
     agent = make_agent(name, router, local_tools=tools)
     events = list(agent.stream("Weather in Paris?", session_id="s"))
     kinds = [type(e).__name__ for e in events]
-    assert kinds == ["ToolCall", "ToolResult", "TextDelta", "TextDelta", "RunFinished"]
-    assert events[0].arguments == '{"city": "Paris"}' and events[1].content == "sunny in Paris"
+    assert kinds == ["RunStarted", "ToolCall", "ToolResult", "TextDelta", "TextDelta", "RunFinished"]
+    assert events[1].arguments == '{"city": "Paris"}' and events[2].content == "sunny in Paris"
     assert events[-1].result["response"] == "Sunny in Paris."
 
 
@@ -152,7 +157,7 @@ def test_a_stream_that_breaks_leaves_the_session_as_it_was_and_keeps_the_text_on
     with pytest.raises(StreamInterruptedError):
         for event in agent.stream("When does Atlas ship?", session_id="s"):
             events.append(event)
-    assert [type(e) for e in events] == [TextDelta, TextDelta, RunFailed]
+    assert [type(e) for e in events] == [RunStarted, TextDelta, TextDelta, RunFailed]
     assert isinstance(events[-1].error, StreamInterruptedError)
     assert stored(agent, "s") == before
     record = agent.get_run(events[-1].run_id)
@@ -174,7 +179,8 @@ def test_a_paused_run_streams_its_pause_and_resume_stream_finishes_it(router, na
     assert paused["status"] == "awaiting_approval"
     agent.resolve_approval(paused["run_id"], "call_1", True)
     events = list(agent.resume_stream(paused["run_id"]))
-    assert [type(e) for e in events] == [ToolResult, TextDelta, RunFinished]
+    assert [type(e) for e in events] == [RunStarted, ToolResult, TextDelta, RunFinished]
+    assert events[0] == RunStarted(paused["run_id"], "s", resumed=True)
     assert events[-1].result["status"] == "completed" and events[-1].result["response"] == "Deleted."
 
 
@@ -192,7 +198,7 @@ def test_a_stream_that_pauses_yields_what_run_returns(monkeypatch):
     agent = make_agent("pauser", local_tools=tools)
     stream = agent.stream("Clean up", session_id="s")
     events = list(stream)
-    assert [type(e) for e in events] == [ToolCall, RunPaused]
+    assert [type(e) for e in events] == [RunStarted, ToolCall, RunPaused]
     assert events[-1].result == stream.result and stream.result["status"] == "awaiting_approval"
     assert stream.result["approvals"][0]["id"] == "call_1"
 
@@ -208,7 +214,8 @@ def test_async_for_inside_a_running_loop_and_closing_it_cancels(monkeypatch):
         texts = [e.text async for e in agent.stream("When?", session_id="a") if isinstance(e, TextDelta)]
         stream = agent.stream("When?", session_id="b")
         async for event in stream:
-            break
+            if isinstance(event, TextDelta):
+                break
         await stream.aclose()
         history = await agent.get_session_history("b", include_inactive=True)
         await agent.cleanup()
@@ -226,6 +233,7 @@ def test_ctrl_c_inside_the_loop_keeps_the_text_so_far_and_cancels(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         with agent.stream("When does Atlas ship?", session_id="s") as stream:
             for event in stream:
-                raise KeyboardInterrupt
+                if isinstance(event, TextDelta):
+                    raise KeyboardInterrupt
     assert stream.result["status"] == "cancelled" and stream.result["response"] == "Atlas "
     assert stored(agent, "s")[-1] == ("assistant", "Atlas ", None, True)

@@ -231,8 +231,11 @@ def test_export_import_round_trip_keeps_statuses_summaries_and_runs(env, db, tmp
     result = cli("export", "-o", str(exported), env=env)
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in exported.read_text().splitlines()]
-    assert {line["kind"] for line in lines} == {"message", "run"}
+    assert {line["kind"] for line in lines} == {"message", "run", "run_events"}
     assert sum(line["kind"] == "run" for line in lines) == 3
+    events = [line for line in lines if line["kind"] == "run_events"]
+    assert [(e["run_id"], e["first"], [name for name, _ in e["events"]]) for e in events] == [("run-done", 1, ["run_started", "text_delta", "run_finished"])]
+    assert lines[lines.index(events[0]) - 1]["record"]["run_id"] == "run-done"  # right after its run
 
     copy_url = f"sqlite:///{tmp_path / 'copy.db'}"
     imported = cli("import", str(exported), env=environment(DATABASE_URL=copy_url))
@@ -291,8 +294,11 @@ def test_export_sqlite_opens_as_plain_tables(env, tmp_path):
     result = cli("export", "--sqlite", str(target), env=env)
     assert result.returncode == 0, result.stderr
     db = sqlite_utils.Database(target)
-    assert set(db.table_names()) == {"messages", "runs"}
-    assert db["messages"].count == 15 and db["runs"].count == 3
+    assert set(db.table_names()) == {"messages", "runs", "run_events"}
+    assert db["messages"].count == 15 and db["runs"].count == 3 and db["run_events"].count == 3
+    assert [(r["id"], r["name"]) for r in db.query("select id, name from run_events where run_id = 'run-done' order by id")] == [
+        (1, "run_started"), (2, "text_delta"), (3, "run_finished")
+    ]
     assert db["messages"].pks == ["agent", "session_id", "seq"]
     rows = list(db.query("select seq, status, summary, metadata from messages where agent = ? and session_id = 's1' order by seq", [AGENT]))
     assert [(r["seq"], r["status"], r["summary"]) for r in rows][4] == (9, "inactive", 1)

@@ -379,6 +379,7 @@ def test_a_store_error_after_the_model_answered_ends_the_run_failed_with_a_typed
         raise UnicodeEncodeError("utf-8", "x", 0, 1, "surrogates not allowed")  # as a driver refuses, untyped
 
     monkeypatch.setattr(router.store, "append", refuse)
+    monkeypatch.setattr(router.store, "append_and_save_run", refuse)  # a run's last write, one round trip where the store can
     with pytest.raises(StoreError, match="could not write run .* UnicodeEncodeError"):
         agent.run("hello", session_id="s")
     monkeypatch.undo()
@@ -391,7 +392,8 @@ def test_a_store_error_before_a_run_starts_does_not_leave_its_session_busy(route
     install(monkeypatch, echo)
     agent = agent_on(router, name)
     with monkeypatch.context() as broken:
-        broken.setattr(router.store, "window", lambda *args, **kwargs: (_ for _ in ()).throw(StoreError("the link went silent")))
+        for read in ("window", "load_lease_and_window"):  # a run's first read, with its lease where the store can
+            broken.setattr(router.store, read, lambda *args, **kwargs: (_ for _ in ()).throw(StoreError("the link went silent")))
         with pytest.raises(StoreError, match="the link went silent"):
             agent.run("hello", session_id="s")
     assert agent.run("hello", session_id="s", on_busy="raise")["response"] == "echo: hello"

@@ -14,6 +14,7 @@ from omnisync.run_events import (
     ModelCallStarted,
     RunFinished,
     RunPaused,
+    RunStarted,
     Text,
     ToolCall,
     ToolResult,
@@ -44,10 +45,10 @@ def test_a_tool_run_reports_each_step_as_it_happens(monkeypatch):
     agent = make_agent(local_tools=lookup_tools())
     seen = list(events(agent._runner.start("weather?", "s"), agent._client.complete))
     assert [type(e) for e in seen] == [
-        ModelCallStarted, ModelCallFinished, ToolCall, ToolResult, ModelCallStarted, ModelCallFinished, Text, RunFinished
+        RunStarted, ModelCallStarted, ModelCallFinished, ToolCall, ToolResult, ModelCallStarted, ModelCallFinished, Text, RunFinished
     ]
-    assert (seen[2].name, json.loads(seen[2].arguments)) == ("lookup", {"city": "Paris"})
-    assert (seen[3].call_id, seen[3].content) == ("c1", "sunny in Paris")
+    assert (seen[3].name, json.loads(seen[3].arguments)) == ("lookup", {"city": "Paris"})
+    assert (seen[4].call_id, seen[4].content) == ("c1", "sunny in Paris")
     assert [e.step for e in seen if isinstance(e, ModelCallStarted)] == [1, 2]
     assert seen[-1].result["response"] == "Sunny." and seen[-1].result["status"] == "completed"
     assert seen[-1].result["steps"] == 2 and agent.get_run(seen[-1].result["run_id"])["status"] == "completed"
@@ -90,7 +91,7 @@ def test_a_paused_run_ends_its_events_with_paused(monkeypatch):
     install(monkeypatch, [completion(None, [call("c1", '{"city": "Oslo"}')])])
     agent = make_agent(local_tools=tools)
     seen = list(events(agent._runner.start("weather?", "s"), agent._client.complete))
-    assert [type(e) for e in seen] == [ModelCallStarted, ModelCallFinished, ToolCall, RunPaused]
+    assert [type(e) for e in seen] == [RunStarted, ModelCallStarted, ModelCallFinished, ToolCall, RunPaused]
     assert seen[-1].result["status"] == "awaiting_approval"
 
 

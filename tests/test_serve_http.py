@@ -282,6 +282,37 @@ def test_a_page_of_sessions_is_one_bounded_read_of_the_store(base, server, monke
     assert second["sessions"][0]["session_id"] > shown["session_id"] and second["next_cursor"] is not None
 
 
+# --- a start names its run before anything else -------------------------------------------
+
+
+def test_a_json_answer_names_its_run_in_a_header(base):
+    response = call(base, "POST", "/agents/a/sessions/named/runs", json={"message": "hi"})
+    assert response.status_code == 200 and response.headers["Omnisync-Run-Id"] == response.json()["run_id"]
+
+
+def test_prefer_respond_async_answers_202_once_the_run_started_and_it_goes_on(base, server):
+    response = call(base, "POST", "/agents/a/sessions/async/runs", json={"message": "use wait({})"}, headers={"Prefer": "respond-async, wait=5"})
+    assert response.status_code == 202, response.text
+    run_id = response.headers["Omnisync-Run-Id"]
+    body = response.json()
+    assert body == {"run_id": run_id, "run": f"/agents/a/runs/{run_id}", "events": f"/agents/a/runs/{run_id}/events"}
+    assert response.headers["Location"] == body["run"] and response.headers["Preference-Applied"] == "respond-async"
+    assert call(base, "GET", body["run"]).json()["status"] == "running"  # answered while its tool waits
+    GATE.set()
+    replay = events_of(call(base, "GET", body["events"]))
+    assert replay[0][1] == "run_started" and replay[-1][2]["result"]["response"] == "Done: waited"
+    again = call(base, "POST", f"/agents/a/runs/{run_id}/resume", headers={"Prefer": "respond-async"})
+    assert again.status_code == 409  # a finished run: the 202 is only for a run that starts
+
+
+def test_a_retried_async_post_names_the_run_its_key_started(base, server):
+    key = {"Idempotency-Key": "async-retry", "Prefer": "respond-async"}
+    first = call(base, "POST", "/agents/a/sessions/async-retry/runs", json={"message": "once"}, headers=dict(key))
+    again = call(base, "POST", "/agents/a/sessions/async-retry/runs", json={"message": "once"}, headers=dict(key))
+    assert first.status_code == again.status_code == 202 and again.json() == first.json()
+    assert [r["run_id"] for r in server[1]["a"].list_runs(session_id="async-retry")] == [first.json()["run_id"]]
+
+
 # --- idempotency -------------------------------------------------------------------------
 
 
@@ -338,16 +369,17 @@ def wait_for_status(agent, run_id, status, seconds=20.0):
 def test_a_client_that_leaves_a_stream_does_not_stop_the_run(base, server):
     response = call(base, "POST", "/agents/a/sessions/leave/runs", json={"message": "use wait({})"}, headers={"Accept": "text/event-stream"}, stream=True)
     lines = response.iter_lines()
-    first = [next(lines) for _ in range(3)]
-    assert first[1] == b"event: tool_call"
+    first = [next(lines) for _ in range(7)]
+    assert (first[1], first[5]) == (b"event: run_started", b"event: tool_call")
     run_id = json.loads(first[2][len(b"data: "):])["run_id"]
+    assert response.headers["Omnisync-Run-Id"] == run_id
     response.close()  # the client goes away while the tool runs
     GATE.set()
     wait_for_status(server[1]["a"], run_id, "completed")
     assert server[1]["a"].get_session_history("leave")[-1]["content"] == "Done: waited"
 
     replay = events_of(call(base, "GET", f"/agents/a/runs/{run_id}/events"))
-    assert [name for _, name, _ in replay][:2] == ["tool_call", "tool_result"] and replay[-1][1] == "run_finished"
+    assert [name for _, name, _ in replay][:3] == ["run_started", "tool_call", "tool_result"] and replay[-1][1] == "run_finished"
     assert [int(i) for i, _, _ in replay] == list(range(1, len(replay) + 1))
     later = events_of(call(base, "GET", f"/agents/a/runs/{run_id}/events", headers={"Last-Event-ID": "2"}))
     assert later == replay[2:]
@@ -389,8 +421,8 @@ def test_text_deltas_are_stored_coalesced_and_replayed_from_inside_one(base, ser
     assert len(deltas) > 50 and all(":" in id_ for id_, _, _ in deltas)  # each delta as it came, ids inside stored events
     run_id = live[-1][2]["run_id"]
     stored = server[1]["a"].memory_router.store.read_events("a", run_id)
-    assert [e.name for e in stored] == ["text_delta", "run_finished"]  # a long answer is one record here
-    assert stored[0].data["text"] == f"echo: {words}" == story(live)[0][1]["text"]
+    assert [e.name for e in stored] == ["run_started", "text_delta", "run_finished"]  # a long answer is one record here
+    assert stored[1].data["text"] == f"echo: {words}" == story(live)[1][1]["text"]
     for id_, _, _ in (deltas[0], deltas[len(deltas) // 2], deltas[-1]):  # a client that lost the rest reconnects
         rest = events_of(call(base, "GET", f"/agents/a/runs/{run_id}/events", headers={"Last-Event-ID": id_}))
         seen = live[: live.index(next(e for e in live if e[0] == id_)) + 1]

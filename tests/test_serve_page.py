@@ -45,16 +45,23 @@ def browser_or_skip() -> None:
 
 @pytest.fixture
 def served(tmp_path):
-    """A server with one agent ("assistant", whose delete_file asks first) behind a token."""
+    """A server with two agents behind a token: "assistant", whose delete_file asks first, and
+    "frugal", the same agent allowed one tool call a run."""
     ledger = tmp_path / "ledger.txt"
     ledger.touch()
     router = MemoryRouter("in_memory")
     with scripted_model_server() as model_url:
         config = {"model": "gpt-5.4-mini", "base_url": model_url, "api_key": "test", "max_retries": 0}
-        agent = OmniCoreAgent(name="assistant", system_instruction=SYSTEM, model_config=config, memory_router=router, local_tools=counting_tools(ledger))
-        with uvicorn_server(create_app(agent, tokens={TOKEN: ["assistant"]})) as base:
+        agents = {
+            name: OmniCoreAgent(
+                name=name, system_instruction=SYSTEM, model_config=config, memory_router=router, local_tools=counting_tools(ledger), agent_config=agent_config
+            )
+            for name, agent_config in (("assistant", {}), ("frugal", {"budget": {"max_tool_calls": 1}}))
+        }
+        with uvicorn_server(create_app(agents, tokens={TOKEN: ["assistant", "frugal"]})) as base:
             yield base, ledger
-        agent.cleanup()
+        for agent in agents.values():
+            agent.cleanup()
     router.close()
 
 
@@ -93,7 +100,7 @@ def test_in_a_browser_a_message_streams_its_answer_shows_the_history_and_a_pause
             expect(page.locator("#status")).to_contain_text("Unauthorized")
             page.fill("#token", TOKEN)
             page.click("#connect button")
-            expect(page.locator("#status")).to_have_text("connected: 1 agent(s)")
+            expect(page.locator("#status")).to_have_text("connected: 2 agent(s)")
             expect(page.locator("#agent")).to_have_value("assistant")
             assert page.evaluate("sessionStorage.getItem('omnisync.token')") == TOKEN
 
@@ -148,12 +155,55 @@ def test_in_a_browser_a_denied_call_does_not_run(served):
             page.goto(base + "/")
             page.evaluate(f"sessionStorage.setItem('omnisync.token', {TOKEN!r})")
             page.reload()  # the token kept in this tab is used at once
-            expect(page.locator("#status")).to_have_text("connected: 1 agent(s)")
+            expect(page.locator("#status")).to_have_text("connected: 2 agent(s)")
             page.fill("#message", 'use delete_file({"path": "/etc/passwd"})')
             page.click("#send button")
             page.locator("#approvals").get_by_role("button", name="Deny").click()
             expect(page.locator("#answer")).to_have_attribute("data-status", "completed")
             expect(page.locator("#answer")).to_contain_text("Done:")
             assert ledger.read_text() == ""
+        finally:
+            browser.close()
+
+
+def test_in_a_browser_a_run_that_reached_its_budget_is_granted_more_and_finishes(served):
+    browser_or_skip()
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    base, ledger = served
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(base + "/")
+            page.evaluate(f"sessionStorage.setItem('omnisync.token', {TOKEN!r})")
+            page.reload()
+            expect(page.locator("#status")).to_have_text("connected: 2 agent(s)")
+            page.select_option("#agent", "frugal")
+            page.fill("#message", 'use lookup({"city": "Oslo"}) use lookup({"city": "Rome"})')
+            page.click("#send button")
+            answer = page.locator("#answer")
+            expect(answer).to_have_attribute("data-status", "awaiting_budget")
+            budget = page.locator("#approvals .budget")
+            expect(budget).to_contain_text("max_tool_calls: 1 used of 1 allowed")
+            assert ledger.read_text() == "lookup Oslo\n"
+            more = budget.get_by_label("how many more")
+            more.fill("0")
+            budget.get_by_role("button", name="Grant and resume").click()  # the browser refuses it: nothing is sent
+            assert more.evaluate("input => input.validity.rangeUnderflow")
+            run_id = page.locator("#run").inner_text()
+            record = requests.get(f"{base}/agents/frugal/runs/{run_id}", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()
+            assert record["status"] == "awaiting_budget" and record["budget"]["max_tool_calls"] == 1
+            more.fill("1")
+            budget.get_by_role("button", name="Grant and resume").click()
+            expect(answer).to_have_attribute("data-status", "completed")
+            expect(page.locator("#events")).to_contain_text("lookup → sunny in Rome")
+            assert ledger.read_text() == "lookup Oslo\nlookup Rome\n"
+            expect(page.locator("#approvals")).to_be_empty()
+            assert errors == []
         finally:
             browser.close()

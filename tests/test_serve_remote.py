@@ -17,7 +17,7 @@ from tool_agents import SYSTEM, counting_tools
 from omnisync import OmniCoreAgent, aio
 from omnisync.errors import ConfigurationError, OutputValidationError, RunNotFoundError, RunStateError, SessionBusyError
 from omnisync.remote import RemoteAgent
-from omnisync.run_events import RunFinished, RunPaused, TextDelta, ToolCall, ToolResult
+from omnisync.run_events import RunFinished, RunPaused, RunStarted, TextDelta, ToolCall, ToolResult
 from omnisync.serve import create_app
 
 
@@ -124,8 +124,10 @@ def test_a_budget_pauses_the_run_until_it_is_raised(agent):
 
 
 def test_a_paused_run_streams_its_call_and_pause(agent):
-    events = list(agent.stream('use delete_file({"path": "/a"})', session_id="s6"))
-    assert [type(e) for e in events] == [ToolCall, RunPaused]
+    stream = agent.stream('use delete_file({"path": "/a"})', session_id="s6")
+    events = list(stream)
+    assert [type(e) for e in events] == [RunStarted, ToolCall, RunPaused]
+    assert events[0] == RunStarted(events[-1].result["run_id"], "s6") and stream.run_id == events[0].run_id
     cancelled = agent.cancel_run(events[-1].result["run_id"], reason="changed my mind")
     assert cancelled["status"] == "cancelled"
     assert agent.run("again", session_id="s6")["status"] == "completed"  # the session is free

@@ -21,7 +21,7 @@ import requests
 from backends import forget_agent, fresh_database, mongodb_uri, postgres_url, redis_url
 from serve_servers import scripted_model_server
 from test_serve_cli import free_port, stop, wait_until_up
-from test_serve_http import events_of, story
+from test_serve_http import story
 
 ROOT = Path(__file__).parents[1]
 APPROVE = 'use delete_file({"path": "/tmp/x"}) use slow({"seconds": 1})'
@@ -148,9 +148,11 @@ def test_a_worker_killed_mid_run_leaves_a_run_another_resumes_after_its_lease(ba
         agent = env["SERVED_AGENT"]
 
         response = sse(one, "POST", f"/agents/{agent}/sessions/s/runs", json={"message": 'use slow({"seconds": 600})'})
-        first = next(read_events(response))
-        assert first[:2] == ("1", "tool_call")
+        events = read_events(response)
+        first = next(events)
+        assert first[:2] == ("1", "run_started") and first[2]["run_id"] == response.headers["Omnisync-Run-Id"]
         run_id = first[2]["run_id"]
+        assert next(events)[:2] == ("2", "tool_call")
         os.kill(victim.pid, signal.SIGKILL)  # in the middle of the slow tool
         victim.communicate(timeout=30)
 

@@ -15,7 +15,7 @@ from redis.exceptions import RedisClusterException  # noqa: E402
 from redis.retry import Retry  # noqa: E402
 
 import backends  # noqa: E402
-from omnisync.errors import ConfigurationError, MissingDependencyError, StoreError  # noqa: E402
+from omnisync.errors import ConfigurationError, MissingDependencyError, RunConflictError, StoreError  # noqa: E402
 from omnisync.messages import Message, utcnow  # noqa: E402
 from omnisync.run_record import COMPLETED, RunRecord  # noqa: E402
 from omnisync.stores.redis_store import RedisStore  # noqa: E402
@@ -214,6 +214,38 @@ class TestRedisStore(SharedStoreContract):
         assert [(s.agent, s.session_id) for s in store.sessions()] == [("a", "y"), ("a", "z"), ("b", "1"), ("b", "2")]
 
     # --- runs ---------------------------------------------------------------------------
+
+    # --- a run in three round trips: the scripts that make it so ----------------------------
+
+    def test_save_runs_writes_all_or_none(self, store):
+        lease = store.save_run(RunRecord(run_id="lease", agent=AGENT, session_id="s", created_at=utcnow()), None)
+        store.save_run(RunRecord(run_id="taken", agent=AGENT, session_id="s", created_at=utcnow()), None)
+        with pytest.raises(RunConflictError):
+            store.save_runs([(lease.evolve(lease_owner="taken"), lease.version), (RunRecord(run_id="taken", agent=AGENT, session_id="s"), None)])
+        assert store.load_run(AGENT, "lease") == lease  # the first fitted, the second did not: neither was written
+        with pytest.raises(ValueError, match="one agent"):
+            store.save_runs([(lease, lease.version), (RunRecord(run_id="x", agent="other", session_id="s"), None)])
+
+    def test_on_one_server_a_runs_last_write_is_both_or_neither(self, store):
+        record = store.save_run(RunRecord(run_id="r1", agent=AGENT, session_id="s", created_at=utcnow()), None)
+        store.append(AGENT, "s", [user("before")])
+        with pytest.raises(RunConflictError):
+            store.append_and_save_run(AGENT, "s", [user("lost lease")], record.evolve(status=COMPLETED), record.version + 1)
+        if store.cluster:  # two slots: the messages go first, the record after
+            assert contents(store.history(AGENT, "s")) == ["before", "lost lease"]
+        else:
+            assert contents(store.history(AGENT, "s")) == ["before"]
+        assert store.load_run(AGENT, "r1") == record
+
+    def test_the_first_written_seq_is_written_by_the_script_whatever_the_record_holds(self, store):
+        tricky = RunRecord(
+            run_id="r1", agent=AGENT, session_id="s", created_at=utcnow(),
+            response='"first_written_seq":null', usage={"first_written_seq": None},  # look-alikes in the data stay as they are
+        )
+        _, saved = store.append_and_save_run(AGENT, "s", [user("a"), user("b")], tricky, None)
+        loaded = store.load_run(AGENT, "r1")
+        assert loaded == saved and loaded.first_written_seq == 2
+        assert loaded.response == '"first_written_seq":null' and loaded.usage == {"first_written_seq": None}
 
     def test_a_run_with_expires_at_gets_a_redis_expiry(self, store):
         record = RunRecord(run_id="r1", agent=AGENT, session_id="s", created_at=utcnow(), expires_at=utcnow() + timedelta(hours=1))

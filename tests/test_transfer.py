@@ -49,10 +49,10 @@ def source():
 def test_export_to_a_stream_then_import_is_faithful(source):
     out = io.StringIO()
     done = export_jsonl(source, out)
-    assert done.sessions == 3 and done.lines == len(out.getvalue().splitlines()) == 18
+    assert done.sessions == 3 and done.lines == len(out.getvalue().splitlines()) == 19  # 15 messages, 3 runs, 1 line of events
     target = InMemoryStore()
     report = import_export(target, read_export(io.StringIO(out.getvalue()), name="backup"))
-    assert report.describe() == "3 sessions, 15 messages (8 active, 7 inactive, 3 summaries), 3 run records"
+    assert report.describe() == "3 sessions, 15 messages (8 active, 7 inactive, 3 summaries), 3 run records with 3 stored events"
     assert snapshot(target) == snapshot(source)
     assert seqs(target, AGENT, "s1") == seqs(source, AGENT, "s1")
 
@@ -264,3 +264,46 @@ def test_seq_map_answers_as_a_full_list_would_and_stays_small():
     for value in range(2, 200_000, 2):
         unchanged.add(value, value)
     assert len(unchanged) == 1
+
+
+def test_a_run_with_many_events_moves_them_all_a_bounded_page_at_a_time(source, tmp_path):
+    events = [("text_delta", {"run_id": "run-wait", "text": f"piece {i}"}) for i in range(2500)]
+    for start in range(0, len(events), 700):
+        source.append_events(AGENT, "run-wait", events[start : start + 700])
+    path = tmp_path / "many.jsonl"
+    export_jsonl(source, path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    batches = [(line["first"], len(line["events"])) for line in lines if line["kind"] == "run_events" and line["run_id"] == "run-wait"]
+    assert batches == [(1, 1000), (1001, 1000), (2001, 500)]  # one bounded read of the store each
+    imported, copied = InMemoryStore(), InMemoryStore()
+    assert import_export(imported, read_export(path)).events == 2503
+    assert copy_store(source, copied).events == 2503
+    assert snapshot(imported) == snapshot(copied) == snapshot(source)
+
+
+def test_events_are_skipped_with_a_run_that_is_already_there(source):
+    target = InMemoryStore()
+    copy_store(source, target)
+    report = copy_store(source, target, append=True)
+    assert report.runs_already_there == 3 and report.events == 0
+    assert len(target.read_events(AGENT, "run-done")) == 3  # not appended twice
+
+
+RUN_LINE = '{"kind": "run", "record": {"run_id": "r", "agent": "a", "session_id": "s", "status": "completed"}}'
+
+
+@pytest.mark.parametrize(
+    "lines, problem",
+    [
+        (['{"kind": "run_events", "agent": "a", "run_id": "r", "first": 1, "events": [["x", {}]]}'], "must follow its run line"),
+        ([RUN_LINE, '{"kind": "run_events", "agent": "a", "run_id": "r", "first": 2, "events": [["x", {}]]}'], "start at id 2, after 0"),
+        ([RUN_LINE, '{"kind": "run_events", "agent": "a", "run_id": "r", "first": 1, "events": [["x", "text"]]}'], "each event must be \\[name, data\\]"),
+        ([RUN_LINE, '{"kind": "run_events", "agent": "a", "run_id": "r", "first": 0, "events": [["x", {}]]}'], "first must be the id"),
+    ],
+)
+def test_a_bad_events_line_is_refused_by_its_number_before_anything_is_written(tmp_path, lines, problem):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TransferError, match=f"bad.jsonl, line {len(lines)}: .*{problem}"):
+        read_export(path)
+

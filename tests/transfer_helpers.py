@@ -2,7 +2,8 @@
 
 :func:`fill` writes a session folded twice with ``retention_policy="keep"`` (a tool exchange
 among the folded messages), a session folded with ``"delete"`` (so its seqs have a gap), a
-second agent with the same session id, and run records, one of them awaiting approval.
+second agent with the same session id, and run records, one of them awaiting approval, one
+with the events a server stored while it ran.
 """
 
 from __future__ import annotations
@@ -19,6 +20,13 @@ AGENT = "assistant"
 PENDING = [
     {"id": "call_a", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "atlas"}'}},
     {"id": "call_b", "type": "function", "function": {"name": "delete_file", "arguments": '{"path": "/tmp/x"}'}},
+]
+
+
+DONE_EVENTS = [
+    ("run_started", {"run_id": "run-done", "session_id": "s2", "resumed": False}),
+    ("text_delta", {"run_id": "run-done", "text": "done"}),
+    ("run_finished", {"run_id": "run-done", "result": {"response": "done", "status": "completed"}}),
 ]
 
 
@@ -54,6 +62,7 @@ def fill(store: MemoryStore) -> None:
         first_written_seq=10, created_at=now + timedelta(seconds=1), updated_at=now, finished_at=now,
     )
     store.save_run(done, expected_version=None)
+    store.append_events(AGENT, "run-done", DONE_EVENTS)
     store.save_run(RunRecord(run_id="run-h", agent="helper", session_id="s1", status=COMPLETED, created_at=now), expected_version=None)
 
 
@@ -72,6 +81,7 @@ def snapshot(store: MemoryStore) -> dict:
     for agent in (AGENT, "helper"):
         for r in store.list_runs(agent):
             runs[(agent, r.run_id)] = {k: v for k, v in r.to_record().items() if k not in ("first_written_seq", "loaded_seq")}
+            runs[(agent, r.run_id)]["stored events"] = [(e.id, e.name, e.data) for e in store.read_events(agent, r.run_id)]
     return {"sessions": sessions, "runs": runs}
 
 

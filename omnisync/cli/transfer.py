@@ -24,7 +24,7 @@ from .reading import open_existing
 def export(args: argparse.Namespace, router: MemoryRouter) -> int:
     if args.sqlite:
         done = export_sqlite(router.store, args.sqlite, agent=args.agent, session_id=args.session)
-        note(f"exported {done.messages} messages of {done.sessions} sessions and {done.runs} run records to {args.sqlite}")
+        note(f"exported {done.messages} messages of {done.sessions} sessions and {done.runs} run records ({done.events} stored events) to {args.sqlite}")
         return 0
     if args.output in (None, "-"):
         export_jsonl(router.store, sys.stdout, agent=args.agent, session_id=args.session)

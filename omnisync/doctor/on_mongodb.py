@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from .. import _env
 from .measure import clock_offset_s, judge_clock, judge_latency, judge_version
 from .reach import explain
 from .report import FAIL, OK, WARN, Report

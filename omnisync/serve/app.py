@@ -5,7 +5,8 @@
     GET    /healthz                                       the process is up
     GET    /readyz                                        every agent's store answers
     GET    /agents                                        the agents this token may use
-    POST   /agents/{agent}/sessions/{session}/runs        start a run (JSON, or SSE with Accept: text/event-stream)
+    POST   /agents/{agent}/sessions/{session}/runs        start a run (JSON, SSE with Accept: text/event-stream,
+                                                          or 202 at once with Prefer: respond-async)
     GET    /agents/{agent}/sessions                       sessions, a page at a time
     GET    /agents/{agent}/sessions/{session}/messages    a session's history
     GET    /agents/{agent}/sessions/{session}/usage       a session's usage, summaries included
@@ -15,12 +16,14 @@
     GET    /agents/{agent}/runs/{run_id}/events           a run's events as SSE: replayed, then live
     POST   /agents/{agent}/runs/{run_id}/approvals        decide on a tool call
     POST   /agents/{agent}/runs/{run_id}/budget           raise a paused run's limits
-    POST   /agents/{agent}/runs/{run_id}/resume           resume (JSON or SSE)
+    POST   /agents/{agent}/runs/{run_id}/resume           resume (JSON, SSE, or 202 with Prefer: respond-async)
     POST   /agents/{agent}/runs/{run_id}/cancel           stop a run
 
 Every method is the agent's own, awaited through omnisync.aio; runs are driven by
 :class:`~omnisync.serve.runs.RunHub`, apart from the request, and their events kept in the
-agent's store, so every route works the same on any worker sharing that store.
+agent's store, so every route works the same on any worker sharing that store. The answer
+of a start or resume names its run before anything else (the ``Omnisync-Run-Id`` header, and
+``Location`` on a 202), so a client whose connection drops knows what to follow.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -72,6 +76,7 @@ POLL_SECONDS = 0.5
 READY_TIMEOUT_SECONDS = 5.0
 SHUTDOWN_GRACE_SECONDS = 30.0
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+RUN_ID_HEADER = "Omnisync-Run-Id"
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -240,22 +245,27 @@ class _Api:
     async def _answer(self, request: Request, drive: Drive, replay: bool = False) -> Response:
         """This drive's events as SSE (from its first, or the run's first with ``replay``), or its result as JSON."""
         run_id = await asyncio.shield(drive.started)
+        named = {RUN_ID_HEADER: run_id}
+        if _prefers_async(request):
+            return _accepted(request, drive.name, run_id)
         if _wants_events(request):
-            return _sse(self.hub.follow(drive.name, drive.agent, run_id, Cursor()) if replay else drive.follow())
+            return _sse(self.hub.follow(drive.name, drive.agent, run_id, Cursor()) if replay else drive.follow(), named)
         try:
             result = await asyncio.shield(drive.finished)
         except OmnisyncError as exc:
-            return _error(http_status(exc), {"run_id": drive.run_id, **error_to_wire(exc)})
-        return JSONResponse(result)
+            return _error(http_status(exc), {"run_id": drive.run_id, **error_to_wire(exc)}, named)
+        return JSONResponse(result, headers=named)
 
     async def _existing(self, request: Request, name: str, agent: aio.OmniCoreAgent, run_id: str) -> Response:
         """What a retried POST gets: the run its key started, as events or as its result once it pauses or ends."""
+        if _prefers_async(request):
+            return _accepted(request, name, run_id)
         if _wants_events(request):
-            return _sse(self.hub.follow(name, agent, run_id, Cursor()))
+            return _sse(self.hub.follow(name, agent, run_id, Cursor()), {RUN_ID_HEADER: run_id})
         drive = self.hub.live(name, run_id)
         if drive is not None:
             return await self._answer(request, drive)
-        return JSONResponse(result_of(RunRecord.from_record(dict(await _settled(agent, run_id)))))
+        return JSONResponse(result_of(RunRecord.from_record(dict(await _settled(agent, run_id)))), headers={RUN_ID_HEADER: run_id})
 
     async def get_run(self, request: Request) -> Response:
         name, agent = self._agent(request)
@@ -355,6 +365,21 @@ def _wants_events(request: Request) -> bool:
     return "text/event-stream" in request.headers.get("accept", "")
 
 
+def _prefers_async(request: Request) -> bool:
+    """RFC 7240's ``Prefer: respond-async``: answer once the run has started, and let it go on."""
+    return any(p.split(";")[0].strip().lower() == "respond-async" for p in request.headers.get("prefer", "").split(","))
+
+
+def _accepted(request: Request, agent: str, run_id: str) -> JSONResponse:
+    """202: the run started and goes on; where its record and its events are."""
+    run = f"{request.scope.get('root_path', '')}/agents/{quote(agent, safe='')}/runs/{quote(run_id, safe='')}"
+    return JSONResponse(
+        {"run_id": run_id, "run": run, "events": run + "/events"},
+        status_code=202,
+        headers={"Location": run, RUN_ID_HEADER: run_id, "Preference-Applied": "respond-async"},
+    )
+
+
 async def _settled(agent: aio.OmniCoreAgent, run_id: str) -> dict[str, Any]:
     """The run's record once it is not running (another process drives it), or once its lease ran out."""
     while True:
@@ -370,7 +395,7 @@ async def _nothing() -> AsyncIterator[Sent | None]:
     yield
 
 
-def _sse(events: AsyncIterator[Sent | None]) -> StreamingResponse:
+def _sse(events: AsyncIterator[Sent | None], headers: Mapping[str, str] | None = None) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
         async for event in events:
             if event is None:
@@ -379,7 +404,7 @@ def _sse(events: AsyncIterator[Sent | None]) -> StreamingResponse:
             data = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
             yield f"id: {event.id}\nevent: {event.name}\ndata: {data}\n\n".encode()
 
-    return StreamingResponse(body(), media_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingResponse(body(), media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})})
 
 
 def _guarded(handler: Handler) -> Handler:

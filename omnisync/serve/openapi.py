@@ -70,6 +70,11 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "updated_at": nullable(STRING),
         },
     },
+    "RunAccepted": {
+        "type": "object",
+        "required": ["run_id", "run", "events"],
+        "properties": {"run_id": STRING, "run": STRING, "events": STRING},
+    },
     "Message": {
         "type": "object",
         "required": ["role", "content"],
@@ -87,11 +92,21 @@ def _body(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"required": False, "content": {JSON: {"schema": schema}}}
 
 
+RUN_ID_HEADER: dict[str, Any] = {"description": "the run's id, sent before its result or first event", "schema": STRING}
+
+
 def _answer(description: str, schema: dict[str, Any], *errors: int, events: bool = False) -> dict[str, Any]:
     content: dict[str, Any] = {JSON: {"schema": schema}}
     if events:
         content[SSE] = {"schema": STRING}
     responses: dict[str, Any] = {"200": {"description": description, "content": content}}
+    if events:  # a start or resume: it names its run, and answers 202 at once when asked to
+        responses["200"]["headers"] = {"Omnisync-Run-Id": RUN_ID_HEADER}
+        responses["202"] = {
+            "description": "with Prefer: respond-async, the run started and goes on: where its record and events are",
+            "headers": {"Omnisync-Run-Id": RUN_ID_HEADER, "Location": {"description": "the run's record", "schema": STRING}},
+            "content": {JSON: {"schema": ref("RunAccepted")}},
+        }
     for status in errors:
         responses[str(status)] = {"description": ERRORS[status], "content": {JSON: {"schema": ref("Error")}}}
     return responses
@@ -122,6 +137,7 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 AGENT = _path("agent", "the agent's name (GET /agents lists them)")
 SESSION = _path("session", "the session's id")
 RUN = _path("run_id", "the run's id")
+PREFER: dict[str, Any] = {"name": "Prefer", "in": "header", "required": False, "description": "respond-async: answer 202 once the run has started", "schema": STRING}
 PAGE = [
     _query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}, "how many on a page (default 50)"),
     _query("cursor", STRING, "the next_cursor of the previous page"),
@@ -177,7 +193,7 @@ def describe() -> dict[str, Any]:
             "post": _op(
                 "start a run: its result as JSON, or its events with Accept: text/event-stream",
                 _answer("the run's result, or its events", ref("RunResult"), *WRITE, events=True),
-                [AGENT, SESSION, {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string", "minLength": 1, "maxLength": 255}}],
+                [AGENT, SESSION, {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string", "minLength": 1, "maxLength": 255}}, PREFER],
                 {**_body({"message": MESSAGE, "on_busy": {"enum": ["wait", "raise"]}, "output_type": OUTPUT_TYPE}, ["message"]), "required": True},
             )
         },
@@ -228,7 +244,7 @@ def describe() -> dict[str, Any]:
                 {**_body({name: COUNT for name in ("extra_tool_calls", "extra_tokens", "extra_steps")}, []), "required": True},
             )
         },
-        run + "/resume": {"post": _op("resume a paused run (JSON, or SSE with Accept: text/event-stream)", _answer("its result, or its events", ref("RunResult"), *WRITE, events=True), [AGENT, RUN], _body({"output_type": OUTPUT_TYPE}, []))},
+        run + "/resume": {"post": _op("resume a paused run (JSON, or SSE with Accept: text/event-stream)", _answer("its result, or its events", ref("RunResult"), *WRITE, events=True), [AGENT, RUN, PREFER], _body({"output_type": OUTPUT_TYPE}, []))},
         run + "/cancel": {"post": _op("stop a run; its text so far is kept", _answer("the run as it ended", ref("RunResult"), *WRITE), [AGENT, RUN], _body({"reason": nullable(STRING)}, []))},
     }
     return {

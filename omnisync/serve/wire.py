@@ -12,10 +12,11 @@ from typing import Any, cast
 from .. import errors
 from ..errors import OmnisyncError, RemoteError
 from ..results import RunResult
-from ..run_events import RunFailed, RunFinished, RunPaused, TextDelta, ToolCall, ToolResult
+from ..run_events import RunFailed, RunFinished, RunPaused, RunStarted, TextDelta, ToolCall, ToolResult
 from ..streaming import StreamEvent
 
 EVENT_NAMES: dict[type, str] = {
+    RunStarted: "run_started",
     TextDelta: "text_delta",
     ToolCall: "tool_call",
     ToolResult: "tool_result",
@@ -91,6 +92,8 @@ def event_to_wire(event: StreamEvent) -> tuple[str, dict[str, Any]]:
 
 
 def event_from_wire(name: str, data: dict[str, Any]) -> StreamEvent:
+    if name == "run_started":
+        return RunStarted(data["run_id"], data["session_id"], bool(data.get("resumed")))
     if name == "text_delta":
         return TextDelta(data["run_id"], data["text"])
     if name == "tool_call":

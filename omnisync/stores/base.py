@@ -232,6 +232,47 @@ class MemoryStore(ABC):
     def close(self) -> None:
         """Release the connections this store owns. A store keeps them open until then."""
 
+    # --- what one run does, in as few round trips as the backend allows ---------------
+    #
+    # Each is the composition of the methods above, and that is the default; a backend that
+    # can do one in a single round trip overrides it (Redis, on one server).
+
+    def load_lease_and_window(
+        self, agent: str, lease_id: str, session_id: str, *, max_messages: int | None = None, max_tokens: int | None = None
+    ) -> tuple[RunRecord | None, RunRecord | None, list[Message]]:
+        """:meth:`load_lease` and :meth:`window` together: what a run reads before it starts.
+
+        Not one snapshot unless the backend says so: the caller takes the session with a
+        compare-and-set on the lease it read, so a window read before another run took the
+        session is never used.
+        """
+        lease, holder = self.load_lease(agent, lease_id)
+        return lease, holder, self.window(agent, session_id, max_messages=max_messages, max_tokens=max_tokens)
+
+    def save_runs(self, saves: Sequence[tuple[RunRecord, int | None]]) -> list[RunRecord]:
+        """:meth:`save_run` of each ``(record, expected_version)``, in order; records of one agent.
+
+        Raises RunConflictError at the first that does not fit. A backend that overrides this
+        checks every version first and writes all or none; by default the saves before the
+        one that did not fit stay saved.
+        """
+        return [self.save_run(record, expected_version) for record, expected_version in saves]
+
+    def append_and_save_run(
+        self, agent: str, session_id: str, messages: Sequence[Message], record: RunRecord, expected_version: int | None
+    ) -> tuple[list[Message], RunRecord]:
+        """:meth:`append` the messages of ``record``'s run, then :meth:`save_run` the record.
+
+        A record whose ``first_written_seq`` is None is saved with the seq of the first message
+        written. A backend that overrides this checks the record's version first and writes
+        both or neither; by default a record that does not fit raises after the messages are
+        written (the run's next save fails on the same conflict).
+        """
+        written = self.append(agent, session_id, messages)
+        if record.first_written_seq is None and written:
+            record = record.evolve(first_written_seq=written[0].seq)
+        return written, self.save_run(record, expected_version)
+
     # --- written once for every backend ---------------------------------------------
 
     def window(

@@ -42,6 +42,14 @@ Why:
   is atomic: seq comes from ``HINCRBY`` on the session's counter inside the write; a fold is a
   compare-and-set checked in the script that writes. A run's save, list and prune are one
   script each on its agent's keys (a compare-and-set on the record's version).
+- A run is three scripts (``load_lease_and_window``, ``save_runs``, ``append_and_save_run``):
+  the lease, its holder and the window read together; the lease and the new run record saved
+  together (one agent's keys: one slot, also on a cluster); the run's messages and its ending
+  written together, the record's version checked before anything is written. The first and
+  last touch a session's keys and an agent's, which on a cluster are two slots: there they are
+  the plain calls one after the other. The ending's record must carry the seq the script gives
+  the run's first message: its JSON is built with a random negative stand-in for
+  ``first_written_seq``, which the script replaces (a plain find, not a pattern).
 - The agent and session sets are in other slots than the session, so no script writes both.
   They are indexes that may over-list, never under-list: a session is added to them (one
   pipelined script each, which writes the set's sorted twin too, below) *before* its first
@@ -79,6 +87,7 @@ Why:
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -100,6 +109,7 @@ from .base import (
     SessionInfo,
     check_events,
     check_serializable,
+    drop_orphan_tool_results,
     events_limit,
     page_limit,
     run_conflict,
@@ -121,19 +131,21 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _BATCH = 1000  # ZADD arguments per call inside a script (Lua's unpack has a stack limit)
 
 # KEYS: active, inactive, meta
-# ARGV: step, "1" if the session was just listed, now (µs), then per message "a" or "i" + its JSON after the "{"
+# ARGV from a: step, "1" if the session was just listed, now (µs), then to the end, per message
+# "a" or "i" + its JSON after the "{".
 # Returns the last seq written, or -1 (nothing written) when the session is not listed yet.
-_APPEND = """
+_APPEND_FUNCTION = """
+local function append(a)
 if redis.call('HEXISTS', KEYS[3], 'listed') == 0 then
-  if ARGV[2] ~= '1' then return -1 end
+  if ARGV[a + 1] ~= '1' then return -1 end
   redis.call('HSET', KEYS[3], 'listed', 1)
 end
-local step = tonumber(ARGV[1])
-local count = #ARGV - 3
+local step = tonumber(ARGV[a])
+local count = #ARGV - a - 2
 local last = redis.call('HINCRBY', KEYS[3], 'seq', step * count)
 local seq = last - step * count
 local batches = {{}, {}}
-for i = 4, #ARGV do
+for i = a + 3, #ARGV do
   seq = seq + step
   local item = ARGV[i]
   local target = (string.sub(item, 1, 1) == 'a') and 1 or 2
@@ -149,9 +161,11 @@ for target = 1, 2 do
   if #batches[target] > 0 then redis.call('ZADD', KEYS[target], unpack(batches[target])) end
 end
 local previous = redis.call('HGET', KEYS[3], 'last')
-if not previous or tonumber(previous) < tonumber(ARGV[3]) then redis.call('HSET', KEYS[3], 'last', ARGV[3]) end
+if not previous or tonumber(previous) < tonumber(ARGV[a + 2]) then redis.call('HSET', KEYS[3], 'last', ARGV[a + 2]) end
 return last
+end
 """.replace("BATCH", str(2 * _BATCH))
+_APPEND = _APPEND_FUNCTION + "return append(1)"
 
 # KEYS: active, inactive, meta
 # ARGV: first seq, last seq, expected count, "1" to delete, summary seq, summary member, now (µs)
@@ -217,30 +231,62 @@ return {redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf', 'LIMIT', 0, ARGV[2
         redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf', 'LIMIT', 0, ARGV[2])}
 """
 
-# KEYS: record, run index
-# ARGV: expected version ("" creates), new version, data, status, session, finished (µs or ""),
-#       index score, run token, expire at (ms or "")
-_SAVE_RUN = """
-if ARGV[1] == '' then
-  if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-elseif redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then
-  return 0
+# A record's save: KEYS from k: record, run index, its events.
+# ARGV from a (_RUN_ARGS of them): expected version ("" creates), new version, data, status,
+#       session, finished (µs or ""), index score, run token, expire at (ms or "")
+_RUN_ARGS = 9
+_SAVE_FUNCTIONS = """
+local function fits(k, a)
+  if ARGV[a] == '' then return redis.call('EXISTS', KEYS[k]) == 0 end
+  return redis.call('HGET', KEYS[k], 'version') == ARGV[a]
 end
-redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3], 'status', ARGV[4], 'session', ARGV[5], 'finished', ARGV[6])
-if ARGV[1] == '' then
-  redis.call('ZADD', KEYS[2], ARGV[7], ARGV[8])
-else
-  redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[8])
+local function save(k, a, data)
+  redis.call('HSET', KEYS[k], 'version', ARGV[a + 1], 'data', data, 'status', ARGV[a + 3], 'session', ARGV[a + 4], 'finished', ARGV[a + 5])
+  if ARGV[a] == '' then
+    redis.call('ZADD', KEYS[k + 1], ARGV[a + 6], ARGV[a + 7])
+  else
+    redis.call('ZADD', KEYS[k + 1], 'NX', ARGV[a + 6], ARGV[a + 7])
+  end
+  if ARGV[a + 8] == '' then
+    redis.call('PERSIST', KEYS[k])
+    redis.call('PERSIST', KEYS[k + 2])
+  else
+    redis.call('PEXPIREAT', KEYS[k], ARGV[a + 8])
+    redis.call('PEXPIREAT', KEYS[k + 2], ARGV[a + 8])
+  end
 end
-if ARGV[9] == '' then
-  redis.call('PERSIST', KEYS[1])
-  redis.call('PERSIST', KEYS[3])
-else
-  redis.call('PEXPIREAT', KEYS[1], ARGV[9])
-  redis.call('PEXPIREAT', KEYS[3], ARGV[9])
-end
-return 1
 """
+
+# Several records of one agent, all or none: 0, or the position (from 1) of the first that does not fit.
+_SAVE_RUNS = _SAVE_FUNCTIONS + """
+local n = #KEYS / 3
+for i = 0, n - 1 do
+  if not fits(1 + 3 * i, 1 + RUN_ARGS * i) then return i + 1 end
+end
+for i = 0, n - 1 do save(1 + 3 * i, 1 + RUN_ARGS * i, ARGV[3 + RUN_ARGS * i]) end
+return 0
+""".replace("RUN_ARGS", str(_RUN_ARGS))
+
+# A run's messages and its record, both or neither (on one server: the keys are in two slots).
+# KEYS: active, inactive, meta, record, run index, its events.
+# ARGV: the record's save (_RUN_ARGS), the text in its data that stands for its first written
+#       seq ("" for none), then the append's (from _RUN_ARGS + 2).
+# Returns the last seq written; -1 when the session is not listed yet; -2 when the record does
+# not fit. Nothing is written unless it returns a seq.
+_APPEND_AND_SAVE_RUN = _APPEND_FUNCTION + _SAVE_FUNCTIONS + """
+if redis.call('HEXISTS', KEYS[3], 'listed') == 0 and ARGV[RUN_ARGS + 3] ~= '1' then return -1 end
+if not fits(4, 1) then return -2 end
+local last = append(RUN_ARGS + 2)
+local data = ARGV[3]
+local marker = ARGV[RUN_ARGS + 1]
+if marker ~= '' then
+  local first = last - tonumber(ARGV[RUN_ARGS + 2]) * (#ARGV - RUN_ARGS - 5)
+  local from, to = string.find(data, marker, 1, true)
+  data = string.sub(data, 1, from - 1) .. '"first_written_seq":' .. first .. string.sub(data, to + 1)
+end
+save(4, 1, data)
+return last
+""".replace("RUN_ARGS", str(_RUN_ARGS))
 
 # KEYS: the run's events, its record; ARGV: each event as JSON. The events expire with the record.
 _APPEND_EVENTS = """
@@ -252,13 +298,21 @@ return last
 
 # KEYS: run index; ARGV: record key stem ("P:a:A:run:"), "1" to filter on status, status,
 #       "1" to filter on session, session. Drops index entries whose record has expired.
-_LOAD_LEASE = """
-local lease = redis.call('HGET', KEYS[1], 'data')
-if not lease then return {false, false} end
-local owner = cjson.decode(lease)['lease_owner']
-if type(owner) ~= 'string' then return {lease, false} end
-local hex = (owner:gsub('.', function(c) return string.format('%02x', string.byte(c)) end))
-return {lease, redis.call('HGET', ARGV[1] .. hex, 'data')}
+_LEASE_FUNCTION = """
+local function lease_and_holder()
+  local lease = redis.call('HGET', KEYS[1], 'data')
+  if not lease then return {false, false} end
+  local owner = cjson.decode(lease)['lease_owner']
+  if type(owner) ~= 'string' then return {lease, false} end
+  local hex = (owner:gsub('.', function(c) return string.format('%02x', string.byte(c)) end))
+  return {lease, redis.call('HGET', ARGV[1] .. hex, 'data')}
+end
+"""
+_LOAD_LEASE = _LEASE_FUNCTION + "return lease_and_holder()"
+# KEYS: the lease, the session's active set (one server: two slots); ARGV: record key stem, window size
+_LOAD_LEASE_AND_WINDOW = _LEASE_FUNCTION + """
+local found = lease_and_holder()
+return {found[1], found[2], redis.call('ZREVRANGEBYSCORE', KEYS[2], '+inf', '-inf', 'LIMIT', 0, ARGV[2])}
 """
 _LIST_RUNS = """
 local found = {}
@@ -319,7 +373,9 @@ class RedisStore(MemoryStore):
         self._fold = client.register_script(_FOLD)
         self._history = client.register_script(_HISTORY)
         self._history_page = client.register_script(_HISTORY_PAGE)
-        self._save_run = client.register_script(_SAVE_RUN)
+        self._save_runs = client.register_script(_SAVE_RUNS)
+        self._append_and_save_run = client.register_script(_APPEND_AND_SAVE_RUN)
+        self._load_lease_and_window = client.register_script(_LOAD_LEASE_AND_WINDOW)
         self._list_runs = client.register_script(_LIST_RUNS)
         self._load_lease = client.register_script(_LOAD_LEASE)
         self._prune_runs = client.register_script(_PRUNE_RUNS)
@@ -418,16 +474,22 @@ class RedisStore(MemoryStore):
         with self._errors():
             last = int(self._append(keys=keys, args=[SEQ_STEP, "0", _micros(now), *items]))
             if last < 0:  # the session's first write: list it, then write
-                with self.client.pipeline(transaction=False) as pipe:  # EVAL: see _per_session
-                    pipe.execute_command("EVAL", _LIST, 2, self._agents_key, self._agents_order_key, _token(agent))
-                    pipe.execute_command("EVAL", _LIST, 2, *self._sessions_keys(agent), _token(session_id))
-                    pipe.execute()
+                self._list_session(agent, session_id)
                 last = int(self._append(keys=keys, args=[SEQ_STEP, "1", _micros(now), *items]))
+        return self._placed(messages, agent, session_id, last, now)
+
+    def _list_session(self, agent: str, session_id: str) -> None:
+        """The agent and the session in their sets and the sets' sorted twins, one script each."""
+        with self.client.pipeline(transaction=False) as pipe:  # EVAL: see _per_session
+            pipe.execute_command("EVAL", _LIST, 2, self._agents_key, self._agents_order_key, _token(agent))
+            pipe.execute_command("EVAL", _LIST, 2, *self._sessions_keys(agent), _token(session_id))
+            pipe.execute()
+
+    @staticmethod
+    def _placed(messages: Sequence[Message], agent: str, session_id: str, last: int, now: datetime) -> list[Message]:
+        """The messages as written by one append whose last seq is ``last``."""
         first = last - SEQ_STEP * (len(messages) - 1)
-        return [
-            m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now)
-            for i, m in enumerate(messages)
-        ]
+        return [m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now) for i, m in enumerate(messages)]
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         if limit <= 0:
@@ -560,17 +622,41 @@ class RedisStore(MemoryStore):
     # --- runs -----------------------------------------------------------------------
 
     def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
+        return self.save_runs([(record, expected_version)])[0]
+
+    def save_runs(self, saves: Sequence[tuple[RunRecord, int | None]]) -> list[RunRecord]:
+        """One script: every version checked, then all written (one agent's records share a slot)."""
+        if len({record.agent for record, _ in saves}) > 1:
+            raise ValueError("save_runs saves the records of one agent")
+        keys: list[str] = []
+        args: list[Any] = []
+        saved = []
+        for record, expected_version in saves:
+            new, record_keys, record_args = self._save_of(record, expected_version)
+            saved.append(new)
+            keys += record_keys
+            args += record_args
+        with self._errors():
+            unfit = int(self._save_runs(keys=keys, args=args))
+        if unfit:
+            raise run_conflict(*saves[unfit - 1])
+        return saved
+
+    def _save_of(self, record: RunRecord, expected_version: int | None, first_seq_marker: int | None = None) -> tuple[RunRecord, list[str], list[Any]]:
+        """The record as saved, and the keys and arguments of its save in a script (_SAVE_FUNCTIONS).
+
+        With ``first_seq_marker``, its data holds that number as ``first_written_seq``, for the script to replace."""
         saved = record.evolve(version=(expected_version or 0) + 1)
+        data = saved.to_json() if first_seq_marker is None else saved.evolve(first_written_seq=first_seq_marker).to_json()
         finished = _micros(saved.finished_at) if saved.finished_at and saved.status in FINISHED_STATUSES else ""
         created = _micros(saved.created_at or utcnow())
         expires = _micros(saved.expires_at) // 1000 if saved.expires_at else ""
         stem = self._agent_stem(saved.agent)
         record_key = f"{stem}:run:{_token(saved.run_id)}"
-        keys = [record_key, f"{stem}:runs", f"{record_key}:events"]
         args: list[Any] = [
             "" if expected_version is None else str(expected_version),
             saved.version,
-            saved.to_json(),
+            data,
             saved.status,
             saved.session_id,
             finished,
@@ -578,13 +664,50 @@ class RedisStore(MemoryStore):
             _token(saved.run_id),
             expires,
         ]
+        return saved, [record_key, f"{stem}:runs", f"{record_key}:events"], args
+
+    def append_and_save_run(
+        self, agent: str, session_id: str, messages: Sequence[Message], record: RunRecord, expected_version: int | None
+    ) -> tuple[list[Message], RunRecord]:
+        """On one server, one script: the record's version checked, then the messages and the
+        record written together. On a cluster the two are in different slots: one after the other."""
+        check_serializable(messages)
+        if self.cluster or not messages:
+            return super().append_and_save_run(agent, session_id, messages, record, expected_version)
+        stand_in = -1 - secrets.randbelow(10**12) if record.first_written_seq is None else None
+        marker = f'"first_written_seq":{stand_in}' if stand_in is not None else ""  # the script writes the seq it gives the first message there
+        saved, record_keys, record_args = self._save_of(record, expected_version, stand_in)
+        now = utcnow()
+        items = [("a" if m.status == ACTIVE else "i") + _body(m, now)[1:] for m in messages]
+        keys = [*self._session_keys(agent, session_id), *record_keys]
         with self._errors():
-            done = int(self._save_run(keys=keys, args=args))
-        if done != 1:
-            if expected_version is None:
-                raise run_conflict(record, expected_version)
+            last = int(self._append_and_save_run(keys=keys, args=[*record_args, marker, SEQ_STEP, "0", _micros(now), *items]))
+            if last == -1:  # the session's first write: list it, then write
+                self._list_session(agent, session_id)
+                last = int(self._append_and_save_run(keys=keys, args=[*record_args, marker, SEQ_STEP, "1", _micros(now), *items]))
+        if last == -2:
             raise run_conflict(record, expected_version)
-        return saved
+        written = self._placed(messages, agent, session_id, last, now)
+        if marker:
+            saved = saved.evolve(first_written_seq=written[0].seq)
+        return written, saved
+
+    def load_lease_and_window(
+        self, agent: str, lease_id: str, session_id: str, *, max_messages: int | None = None, max_tokens: int | None = None
+    ) -> tuple[RunRecord | None, RunRecord | None, list[Message]]:
+        """On one server, for a window by messages, one script (a token window may read several pages)."""
+        if self.cluster or max_tokens is not None or max_messages is None:
+            return super().load_lease_and_window(agent, lease_id, session_id, max_messages=max_messages, max_tokens=max_tokens)
+        stem = self._agent_stem(agent)
+        keys = [f"{stem}:run:{_token(lease_id)}", self._session_keys(agent, session_id)[0]]
+        with self._errors():
+            lease, holder, members = self._load_lease_and_window(keys=keys, args=[f"{stem}:run:", max(max_messages, 0)])
+        newest_first = [_message(member, agent, session_id, ACTIVE) for member in members]
+        return (
+            RunRecord.from_json(lease) if lease is not None else None,
+            RunRecord.from_json(holder) if holder is not None else None,
+            drop_orphan_tool_results(list(reversed(newest_first))),
+        )
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
         with self._errors():

@@ -12,17 +12,18 @@ from ..messages import Message
 from ..run_record import RunRecord
 from ..stores.base import MemoryStore, SessionInfo
 from . import sqlite_file
-from .records import by_agent, dumps, iter_lines, selected_sessions
+from .records import by_agent, dumps, event_batches, iter_lines, selected_sessions
 
 
 @dataclass(frozen=True)
 class Exported:
-    """What an export wrote: JSON Lines count ``lines``; a SQLite export ``messages`` and ``runs`` rows."""
+    """What an export wrote: JSON Lines count ``lines``; a SQLite export ``messages``, ``runs`` and ``events`` rows."""
 
     sessions: int
     lines: int = 0
     messages: int = 0
     runs: int = 0
+    events: int = 0
 
 
 def export_jsonl(store: MemoryStore, out: TextIO | str | os.PathLike[str], *, agent: str | None = None, session_id: str | None = None) -> Exported:
@@ -47,11 +48,13 @@ def export_jsonl(store: MemoryStore, out: TextIO | str | os.PathLike[str], *, ag
 
 
 def export_sqlite(store: MemoryStore, path: str | os.PathLike[str], *, agent: str | None = None, session_id: str | None = None) -> Exported:
-    """Write a new SQLite file (tables ``messages`` and ``runs``); an existing file is refused with TransferError."""
+    """Write a new SQLite file (tables ``messages``, ``runs`` and ``run_events``); an existing file is refused with TransferError."""
     sessions = _Counted(selected_sessions(store, agent, session_id))
     agents: list[str] = []
-    messages, runs = sqlite_file.write(Path(path), _messages(store, by_agent(sessions, agent), agents), _runs(store, agents, session_id))
-    return Exported(sessions.count, messages=messages, runs=runs)
+    messages = _messages(store, by_agent(sessions, agent), agents)
+    events = (batch for record in _runs(store, agents, session_id) for batch in event_batches(store, record.agent, record.run_id))
+    counts = sqlite_file.write(Path(path), messages, _runs(store, agents, session_id), events)
+    return Exported(sessions.count, messages=counts[0], runs=counts[1], events=counts[2])
 
 
 class _Counted:

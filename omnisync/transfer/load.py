@@ -20,7 +20,7 @@ from .._logging import logger
 from ..errors import TransferError
 from ..stores.base import MemoryStore
 from .progress import Progress
-from .records import Export, agents_of, parse, selected_sessions
+from .records import Export, agents_of, event_batches, parse, selected_sessions
 from .restore import Report, Restorer
 
 
@@ -57,6 +57,7 @@ def import_export(store: MemoryStore, export: Export, *, append: bool = False, p
         for (agent, session_id), messages in itertools.groupby(export.messages(), key=lambda m: (m.agent, m.session_id)):
             restorer.session(agent, session_id, messages)
         restorer.runs(export.runs)
+        restorer.events(export.events())
     return restorer.verify()
 
 
@@ -105,6 +106,7 @@ def copy_store(
         for name, session in keys:
             restorer.session(name, session, source.iter_history(name, session, include_inactive=True))
         restorer.runs(runs)
+        restorer.events(batch for agent, run_id in restorer.written_runs for batch in event_batches(source, agent, run_id))
     return restorer.verify()
 
 

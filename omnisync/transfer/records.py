@@ -7,8 +7,15 @@ A message line keeps the message in the Chat Completions format plus what the st
      "created_at": "2025-01-01T12:00:00+00:00"}
 
 A summary is a message whose ``metadata["summary"]`` says what it folded (``first_seq``,
-``last_seq``, ...). A run line is ``{"kind": "run", "record": RunRecord.to_record()}``.
-An export lists each session's messages in seq order, then its agent's run records.
+``last_seq``, ...). A run line is ``{"kind": "run", "record": RunRecord.to_record()}``; the
+run's stored events (what ``omnisync serve`` replays) follow it, up to 1,000 a line::
+
+    {"kind": "run_events", "agent": "assistant", "run_id": "run_...", "first": 1,
+     "events": [["run_started", {...}], ["text_delta", {...}], ...]}
+
+``first`` is the id of the line's first event; a run's event lines follow each other, ids
+from 1 with no gap. An export lists each session's messages in seq order, then its agent's
+run records, each with its events.
 """
 
 from __future__ import annotations
@@ -21,12 +28,17 @@ from typing import Any, ContextManager, cast
 
 from ..messages import ACTIVE, INACTIVE, ROLES, Message, from_chat
 from ..run_record import RunRecord
-from ..stores.base import MemoryStore, SessionInfo
+from ..stores.base import MAX_EVENTS_READ, MemoryStore, SessionInfo
 from ..content import check_content
 from ..errors import ConfigurationError, TransferError
 
 MESSAGE = "message"
 RUN = "run"
+EVENTS = "run_events"
+RunKey = tuple[str, str]
+"""(agent, run_id)"""
+EventBatch = tuple[str, str, int, list[tuple[str, dict[str, Any]]]]
+"""(agent, run_id, the id of the first event, the events as (name, data))"""
 
 
 def message_line(message: Message) -> dict[str, Any]:
@@ -49,6 +61,22 @@ def message_line(message: Message) -> dict[str, Any]:
 
 def run_line(record: RunRecord) -> dict[str, Any]:
     return {"kind": RUN, "record": record.to_record()}
+
+
+def event_batches(store: MemoryStore, agent: str, run_id: str) -> Iterator[EventBatch]:
+    """A run's stored events, a bounded read at a time."""
+    after = 0
+    while True:
+        page = store.read_events(agent, run_id, after=after, limit=MAX_EVENTS_READ)
+        if not page:
+            return
+        yield agent, run_id, page[0].id, [(e.name, e.data) for e in page]
+        after = page[-1].id
+
+
+def events_line(batch: EventBatch) -> dict[str, Any]:
+    agent, run_id, first, events = batch
+    return {"kind": EVENTS, "agent": agent, "run_id": run_id, "first": first, "events": [[name, data] for name, data in events]}
 
 
 def dumps(line: dict[str, Any]) -> str:
@@ -122,6 +150,8 @@ class Export:
     sessions: dict[Key, Counts] = field(default_factory=dict)
     """Per (agent, session_id), in the order each first appears."""
     runs: list[RunRecord] = field(default_factory=list)
+    event_counts: dict[RunKey, int] = field(default_factory=dict)
+    """How many stored events each run has in the export (runs with none are left out)."""
     source: str = "the export"
     reopen: Callable[[], ContextManager[Iterable[str]]] | None = None
 
@@ -137,6 +167,15 @@ class Export:
             for number, line in _lines(lines, self.source):
                 if line.get("kind") == MESSAGE:
                     yield _message(line, f"{self.source}, line {number}")
+
+    def events(self) -> Iterator[EventBatch]:
+        """The runs' stored events, a line at a time, read again from the source."""
+        if self.reopen is None:
+            return
+        with self.reopen() as lines:
+            for number, line in _lines(lines, self.source):
+                if line.get("kind") == EVENTS:
+                    yield _events(line, f"{self.source}, line {number}")
 
 
 def parse(lines: Iterable[str], source: str) -> Export:
@@ -162,8 +201,17 @@ def parse(lines: Iterable[str], source: str) -> Export:
             parsed.sessions[key] = parsed.sessions.get(key, Counts()) + Counts.of((message,))
         elif kind == RUN:
             parsed.runs.append(_run(line, where))
+        elif kind == EVENTS:
+            agent, run_id, first, events = _events(line, where)
+            runs = parsed.runs
+            if not runs or (runs[-1].agent, runs[-1].run_id) != (agent, run_id):
+                raise TransferError(f"{where}: events of run {run_id!r} must follow its run line (or its earlier events), as export writes them")
+            held = parsed.event_counts.get((agent, run_id), 0)
+            if first != held + 1:
+                raise TransferError(f"{where}: the events of run {run_id!r} start at id {first}, after {held} of them; ids run from 1 with no gap")
+            parsed.event_counts[(agent, run_id)] = held + len(events)
         else:
-            raise TransferError(f"{where}: unknown kind {kind!r} (expected 'message' or 'run')")
+            raise TransferError(f"{where}: unknown kind {kind!r} (expected 'message', 'run' or 'run_events')")
     return parsed
 
 
@@ -234,6 +282,22 @@ def _run(line: dict[str, Any], where: str) -> RunRecord:
     return run
 
 
+def _events(line: dict[str, Any], where: str) -> EventBatch:
+    agent, run_id, first, events = line.get("agent"), line.get("run_id"), line.get("first"), line.get("events")
+    if not (isinstance(agent, str) and agent and isinstance(run_id, str) and run_id):
+        raise TransferError(f"{where}: a run_events line needs agent and run_id strings")
+    if isinstance(first, bool) or not isinstance(first, int) or first < 1:
+        raise TransferError(f"{where}: first must be the id of the line's first event, 1 or more, not {first!r}")
+    if not isinstance(events, list) or not events:
+        raise TransferError(f"{where}: events must be a non-empty list of [name, data] pairs")
+    checked = []
+    for event in events:
+        if not (isinstance(event, list) and len(event) == 2 and isinstance(event[0], str) and event[0] and isinstance(event[1], dict)):
+            raise TransferError(f"{where}: each event must be [name, data], a name string and a data object, not {str(event)[:60]}")
+        checked.append((event[0], event[1]))
+    return agent, run_id, first, checked
+
+
 def iter_lines(store: MemoryStore, sessions: Iterable[SessionInfo], agent: str | None, session_id: str | None) -> Iterator[dict[str, Any]]:
     """Every line of an export of ``sessions`` (read once, as they come): per agent, its sessions' messages, then its runs."""
     for name, infos in by_agent(sessions, agent):
@@ -242,3 +306,5 @@ def iter_lines(store: MemoryStore, sessions: Iterable[SessionInfo], agent: str |
                 yield message_line(message)
         for record in store.list_runs(name, session_id=session_id):
             yield run_line(record)
+            for batch in event_batches(store, name, record.run_id):
+                yield events_line(batch)

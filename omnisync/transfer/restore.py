@@ -21,7 +21,9 @@ tool calls, metadata, token counts and run ids, and the same summaries. What doe
 
 Run records keep everything, their ``version`` included: after the create, the record is saved
 again (compare-and-set) until its version matches. A run record that has already expired is
-skipped (the store would drop it anyway).
+skipped (the store would drop it anyway). A run's stored events follow its record, with the
+same ids (a new record has none, so they take 1, 2, 3... again); the events of a run that was
+skipped (expired, or already there with ``append``) are skipped with it.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from typing import Any, cast
 
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import RunRecord
-from ..stores.base import SEQ_STEP, MemoryStore
+from ..stores.base import MemoryStore
 from ..errors import TransferError
 from .progress import NoProgress, Progress
-from .records import Counts
+from .records import Counts, EventBatch, RunKey
 from .seq_map import SeqMap
 
 APPEND_BATCH = 500
@@ -54,9 +56,12 @@ class Report:
     runs: int = 0
     runs_already_there: int = 0
     runs_expired: int = 0
+    events: int = 0
 
     def describe(self) -> str:
         text = f"{self.sessions} sessions, {self.written.describe()}, {self.runs} run records"
+        if self.events:
+            text += f" with {self.events} stored events"
         if self.runs_already_there:
             text += f" ({self.runs_already_there} already there, left as they were)"
         if self.runs_expired:
@@ -75,6 +80,7 @@ class Restorer:
         self._expected: dict[Key, Counts] = {}
         self._seqs: dict[Key, SeqMap] = {}
         self._written_runs: list[RunRecord] = []
+        self._events_written: dict[RunKey, int] = {}
         self._replays: dict[Key, _Replay] = {}
         self.started: bool = False
         """Whether anything has been written (a failure after that leaves the destination partly written)."""
@@ -156,6 +162,27 @@ class Restorer:
             self.report.runs += 1
             self.progress.advance()
 
+    @property
+    def written_runs(self) -> list[RunKey]:
+        """(agent, run_id) of the run records this restore wrote, in order."""
+        return [(r.agent, r.run_id) for r in self._written_runs]
+
+    def events(self, batches: Iterable[EventBatch]) -> None:
+        """Append each batch to its run, if this restore wrote that run's record; ids must run on from 1."""
+        written = set(self.written_runs)
+        for agent, run_id, first, events in batches:
+            key = (agent, run_id)
+            if key not in written:
+                continue
+            held = self._events_written.get(key, 0)
+            if first != held + 1:
+                raise TransferError(f"the events of run {run_id!r} come starting at id {first} after {held} of them were written")
+            last = self.store.append_events(agent, run_id, events)
+            if last != held + len(events):
+                raise TransferError(f"run {run_id!r} of {agent!r} got event ids up to {last}, not {held + len(events)}: something else wrote events to it")
+            self._events_written[key] = last
+            self.report.events += len(events)
+
     def _renumbered(self, record: RunRecord) -> RunRecord:
         seqs = self._seqs.get((record.agent, record.session_id))
         if seqs is None:
@@ -181,6 +208,10 @@ class Restorer:
             stored = self.store.load_run(record.agent, record.run_id)
             if stored is None or stored.version != record.version:
                 wrong.append(f"run {record.run_id} of {record.agent!r}: not stored at version {record.version}")
+        for (agent, run_id), count in self._events_written.items():
+            last = self.store.append_events(agent, run_id, [])  # appends nothing: the id of its last event
+            if last != count:
+                wrong.append(f"run {run_id} of {agent!r}: expected {count} stored events, found {last}")
         if wrong:
             shown = "; ".join(wrong[:_SHOWN]) + (f"; and {len(wrong) - _SHOWN} more" if len(wrong) > _SHOWN else "")
             raise TransferError(f"the counts differ after writing: {shown}")

@@ -1,7 +1,8 @@
 """An export as a plain SQLite file, one table per kind, that Datasette opens as it is.
 
 ``messages`` has one row per stored message (primary key agent, session_id, seq), with a
-``summary`` flag; ``runs`` one row per run record (primary key agent, run_id). Lists and
+``summary`` flag; ``runs`` one row per run record (primary key agent, run_id);
+``run_events`` one row per stored event of a run (primary key agent, run_id, id). Lists and
 objects (tool calls, metadata, pending calls, decisions) are JSON text, which Datasette shows
 as JSON. Written with sqlite-utils (``pip install 'omnisync[export]'``).
 """
@@ -17,6 +18,7 @@ from ..errors import MissingDependencyError
 from ..messages import Message
 from ..run_record import RunRecord
 from ..errors import TransferError
+from .records import EventBatch
 
 MESSAGE_COLUMNS: dict[str, type] = {
     "agent": str,
@@ -65,7 +67,10 @@ RUN_COLUMNS: dict[str, type] = {
 }
 
 
-def write(path: Path, messages: Iterable[Message], runs: Iterable[RunRecord]) -> tuple[int, int]:
+EVENT_COLUMNS: dict[str, type] = {"agent": str, "run_id": str, "id": int, "name": str, "data": str}
+
+
+def write(path: Path, messages: Iterable[Message], runs: Iterable[RunRecord], events: Iterable[EventBatch] = ()) -> tuple[int, int, int]:
     """Write a new SQLite file at ``path`` (never into an existing one); return the rows in each table."""
     try:
         import sqlite_utils
@@ -77,7 +82,7 @@ def write(path: Path, messages: Iterable[Message], runs: Iterable[RunRecord]) ->
         raise TransferError(f"{path} already exists; a SQLite export writes a new file: remove it or pick another name")
     partial = path.with_name(path.name + ".partial")
     partial.unlink(missing_ok=True)
-    counts = [0, 0]
+    counts = [0, 0, 0]
 
     def counted(rows: Iterable[dict[str, Any]], which: int) -> Iterable[dict[str, Any]]:
         for row in rows:
@@ -90,6 +95,8 @@ def write(path: Path, messages: Iterable[Message], runs: Iterable[RunRecord]) ->
         db.table("runs").create(RUN_COLUMNS, pk=("agent", "run_id"), not_null=("status",))
         db.table("messages").insert_all(counted((_message_row(m) for m in messages), 0))
         db.table("runs").insert_all(counted((r.to_record() for r in runs), 1))
+        db.table("run_events").create(EVENT_COLUMNS, pk=("agent", "run_id", "id"), not_null=("name",))
+        db.table("run_events").insert_all(counted(_event_rows(events), 2))
         db.table("messages").create_index(["agent", "session_id", "status", "seq"])
         db.table("runs").create_index(["agent", "status"])
     except BaseException:
@@ -98,7 +105,13 @@ def write(path: Path, messages: Iterable[Message], runs: Iterable[RunRecord]) ->
         raise
     db.close()
     os.replace(partial, path)
-    return counts[0], counts[1]
+    return counts[0], counts[1], counts[2]
+
+
+def _event_rows(batches: Iterable[EventBatch]) -> Iterable[dict[str, Any]]:
+    for agent, run_id, first, events in batches:
+        for offset, (name, data) in enumerate(events):
+            yield {"agent": agent, "run_id": run_id, "id": first + offset, "name": name, "data": data}
 
 
 def _message_row(message: Message) -> dict[str, Any]:

@@ -110,8 +110,8 @@ async function settle(result) {
     showApprovals(result);
     say(`run ${result.run_id} waits for your decision`);
   } else if (result.status === "awaiting_budget") {
-    const wanted = result.budget_request;
-    say(`run ${result.run_id} reached its ${wanted ? wanted.limit : "budget"}; grant more over the API to go on`);
+    showBudget(result);
+    say(`run ${result.run_id} reached its ${result.budget_request.limit}: grant more to go on`);
   } else {
     say(`run ${result.run_id}: ${result.status}`);
   }
@@ -166,6 +166,43 @@ function showApprovals(result) {
     }
     box.append(row);
   }
+}
+
+// --- budget: raise the limit the run reached, then resume ---
+
+const EXTRA_FIELD = { max_tool_calls: "extra_tool_calls", max_tokens: "extra_tokens", max_steps: "extra_steps" };
+
+function showBudget(result) {
+  const box = $("approvals");
+  box.textContent = "";
+  const wanted = result.budget_request;
+  const row = element("form", "budget");
+  row.append(element("span", "", `${wanted.limit}: ${wanted.used} used of ${wanted.allowed} allowed. Grant`));
+  const extra = element("input");
+  extra.type = "number";
+  extra.min = "1"; // the browser refuses to submit less, or a fraction
+  extra.required = true;
+  extra.value = wanted.limit === "max_tokens" ? "1000" : "1";
+  extra.setAttribute("aria-label", "how many more");
+  const button = element("button", "grant", "Grant and resume");
+  button.type = "submit";
+  row.append(extra, element("span", "", "more "), button);
+  row.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const more = Number(extra.value);
+    button.disabled = true;
+    const run = `${agentPath()}/runs/${encodeURIComponent(result.run_id)}`;
+    try {
+      await api("POST", run + "/budget", { [EXTRA_FIELD[wanted.limit]]: more });
+    } catch (error) {
+      button.disabled = false;
+      say(error.message, true);
+      return;
+    }
+    box.textContent = "";
+    await drive("POST", run + "/resume", {});
+  });
+  box.append(row);
 }
 
 // --- agents, sessions, history ---
