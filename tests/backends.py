@@ -86,7 +86,9 @@ def database(url: str, name: str) -> str:
     with autocommit(url) as conn:
         if conn.execute(sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).scalar() is None:
             try:
-                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+                # C collation, whatever the server's default: the store contract expects the
+                # sessions in Python's order, which is a C database's (a test of its own covers ICU).
+                conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING \'UTF8\' LC_COLLATE \'C\' LC_CTYPE \'C\''))
             except sa.exc.ProgrammingError as exc:  # another test worker made it first
                 if "already exists" not in str(exc):
                     raise
@@ -120,6 +122,7 @@ def forget_agent(kind: str, url: str, agent: str) -> None:
                 for key in list(store.client.scan_iter(match=pattern, count=1000)):
                     store.client.delete(key)  # one at a time: on a cluster they lie in many slots
             store.client.srem(store._agents_key, agent.encode("utf-8").hex())
+            store.client.zrem(store._agents_order_key, agent.encode("utf-8").hex())  # its sorted twin
     elif kind == "sql" and not url.startswith("sqlite"):
         import sqlalchemy as sa
 

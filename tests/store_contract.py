@@ -214,6 +214,93 @@ class StoreContract:
         assert info.last_activity is not None
         assert {s.agent for s in store.sessions()} == {AGENT, "other"}
 
+    # --- paging through the sessions -------------------------------------------------
+
+    # Ids that sort differently under a case-folding or accent-aware collation, or by UTF-16
+    # code units (U+FFFF after U+1F600 there): every store sorts them by code point.
+    PAGED_IDS = ["b", "B", "a", "A", "a b", "ab", "é", "e", "z", "Z", "日本", "\U0001f600", "\uffff", "-x", "_x"]
+    PAGED_AGENTS = ["alpha", "Alpha", "ä"]
+
+    def _paged_sessions(self, store):
+        for agent in self.PAGED_AGENTS:
+            for session_id in self.PAGED_IDS:
+                store.append(agent, session_id, [user(f"{agent} {session_id}")] * (1 + len(session_id) % 3))
+        store.clear("alpha", "e")
+        store.clear("ä", "B")
+        return sorted((a, s) for a in self.PAGED_AGENTS for s in self.PAGED_IDS if (a, s) not in (("alpha", "e"), ("ä", "B")))
+
+    def test_session_pages_concatenate_to_the_listing_in_code_point_order(self, store):
+        expected = self._paged_sessions(store)
+        listed = store.sessions()
+        assert [(s.agent, s.session_id) for s in listed] == expected
+        for agent in [None, *self.PAGED_AGENTS, "nobody"]:
+            whole = store.sessions(agent)
+            assert whole == [s for s in listed if agent is None or s.agent == agent]
+            for size in (1, 2, 3, 7, 100):
+                assert list(store.iter_sessions(agent, page_size=size)) == whole, (agent, size)
+
+    def test_a_page_of_sessions_starts_strictly_after_its_cursor(self, store):
+        expected = self._paged_sessions(store)
+        for limit in (1, 2):
+            pages, after = [], None
+            while True:
+                page = store.sessions_page(None, after, limit)
+                assert 0 < len(page) <= limit or (page == [] and after == expected[-1])
+                if not page:
+                    break
+                pages.append([(s.agent, s.session_id) for s in page])
+                after = pages[-1][-1]
+            assert [key for page in pages for key in page] == expected
+            assert all(len(page) == limit for page in pages[:-1])
+        for i, cursor in enumerate(expected):
+            page = store.sessions_page(None, cursor, 3)
+            assert [(s.agent, s.session_id) for s in page] == expected[i + 1 : i + 4], cursor
+        alphas = [s for a, s in expected if a == "alpha"]
+        paged = lambda after, limit=100: [s.session_id for s in store.sessions_page("alpha", after, limit)]
+        assert paged(("alpha", alphas[2])) == alphas[3:]
+        assert paged(("alpha", "a c")) == [s for s in alphas if s > "a c"]  # a cursor between two ids
+        assert paged(("alpha", alphas[-1])) == []
+        assert paged(("Alpha", "\U0001f600"), 2) == alphas[:2]  # a cursor in an agent before: from the start
+        assert paged(("alpha ", "")) == [] and paged(("ä", "a")) == []  # a cursor in an agent after: nothing
+        rest = [(s.agent, s.session_id) for s in store.sessions_page(None, ("alpha", "zz"), 100)]
+        assert rest == [key for key in expected if key > ("alpha", "zz")] and rest[0] == ("alpha", "é")
+
+    def test_sessions_with_no_messages_are_left_out_of_every_page(self, store):
+        for session_id in ("s1", "s2", "s3", "s4"):
+            store.append(AGENT, session_id, [user(session_id)])
+        store.append("other", "kept", [user("x")])
+        store.clear(AGENT, "s2")
+        store.clear(AGENT, "s3")
+        for limit in (1, 2):
+            assert [s.session_id for s in store.iter_sessions(AGENT, page_size=limit)] == ["s1", "s4"]
+            assert [s.session_id for s in store.sessions_page(AGENT, (AGENT, "s1"), limit)] == ["s4"]
+        store.clear(AGENT)
+        assert store.sessions_page(AGENT, None, 1) == [] and list(store.iter_sessions(AGENT, page_size=1)) == []
+        assert [(s.agent, s.session_id) for s in store.iter_sessions(page_size=1)] == [("other", "kept")]
+
+    def test_a_session_appended_between_pages_is_listed_once(self, store):
+        for session_id in ("b", "d", "f"):
+            store.append(AGENT, session_id, [user(session_id)])
+        seen = []
+        for info in store.iter_sessions(AGENT, page_size=2):
+            seen.append(info.session_id)
+            if len(seen) == 1:  # inside the first page
+                store.append(AGENT, "c", [user("c")])
+            if len(seen) == 2:  # at its end: after the cursor, before it, and one already seen
+                store.append(AGENT, "e", [user("e")])
+                store.append(AGENT, "a", [user("a")])
+                store.append(AGENT, "b", [user("b again")])
+        assert seen == ["b", "d", "e", "f"]
+        assert [s.session_id for s in store.sessions(AGENT)] == ["a", "b", "c", "d", "e", "f"]
+
+    def test_a_page_of_fewer_than_one_session_is_refused(self, store):
+        store.append(AGENT, "s", [user("x")])
+        for limit in (0, -1):
+            with pytest.raises(ValueError, match=r"limit must be .*at least 1.*pass the page size"):
+                store.sessions_page(AGENT, None, limit)
+        with pytest.raises(ValueError, match="page_size must be at least 1"):
+            list(store.iter_sessions(AGENT, page_size=0))
+
     # --- summaries ----------------------------------------------------------------------
 
     def test_fold_keep_marks_originals_inactive_and_sorts_summary_first(self, store):

@@ -492,8 +492,8 @@ def test_a_missing_mongodb_database_is_an_error_and_is_not_created():
     [
         (["clear", "s1", "--agent", "assitant"], "agent 'assitant' has no sessions"),
         (["clear", "--agent", "assitant", "--all-sessions", "--yes"], "agent 'assitant' has no sessions"),
-        (["clear", "s9", "--agent", AGENT], "agent 'assistant' has no session 's9'"),
-        (["history", "s9", "--agent", AGENT, "--all"], "agent 'assistant' has no session 's9'"),
+        (["clear", "s9", "--agent", AGENT], "agent 'assistant' has no session 's9' (2 others: omnisync sessions --agent assistant lists them)"),
+        (["history", "s9", "--agent", AGENT, "--all"], "agent 'assistant' has no session 's9' (2 others"),
         (["sessions", "--agent", "assitant"], "agent 'assitant' has no sessions"),
     ],
     ids=["clear-agent", "clear-all-agent", "clear-session", "history-session", "sessions-agent"],

@@ -260,6 +260,28 @@ def test_runs_and_sessions_come_a_page_at_a_time(base):
     assert [r["run_id"] for r in filtered] == [made[1], made[4]]
 
 
+def test_a_page_of_sessions_is_one_bounded_read_of_the_store(base, server, monkeypatch):
+    for n in range(3):
+        run_in(base, "a", f"listed{n}", f"m{n}", TOKEN_A)
+    store = server[1]["a"].memory_router.store
+    original, reads = store.sessions_page, []
+
+    def whole(*args, **options):
+        raise AssertionError("the whole listing was read")
+
+    def page(*args):
+        reads.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(store, "sessions", whole)
+    monkeypatch.setattr(store, "sessions_page", page)
+    first = call(base, "GET", "/agents/a/sessions", params={"limit": 1}).json()
+    [shown] = first["sessions"]
+    second = call(base, "GET", "/agents/a/sessions", params={"limit": 1, "cursor": first["next_cursor"]}).json()
+    assert reads == [("a", None, 2), ("a", ("a", shown["session_id"]), 2)]  # one more than the page: is there a next one?
+    assert second["sessions"][0]["session_id"] > shown["session_id"] and second["next_cursor"] is not None
+
+
 # --- a start names its run before anything else -------------------------------------------
 
 

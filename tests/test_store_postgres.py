@@ -76,6 +76,18 @@ class TestPostgresStore(SharedStoreContract):
         assert "ix_omnisync_messages_window" in plan and "Sort" not in plan, plan
         assert "Limit" in plan
 
+    @pytest.mark.parametrize("agent, after", [(None, None), (None, ("a1", "s5")), ("a1", None), ("a1", ("a1", "s5")), ("a1", ("a0", "s9"))])
+    def test_a_page_of_sessions_walks_the_primary_key_from_its_cursor(self, store, agent, after):
+        for i in range(30):
+            store.append(f"a{i % 3}", f"s{i}", [user("x"), user("y")])
+        compiled = store.sessions_page_query(agent, after, 5).compile(store.engine, compile_kwargs={"literal_binds": True})
+        with store.engine.begin() as conn:
+            conn.execute(sa.text("ANALYZE omnisync_messages"))
+            conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
+            plan = "\n".join(row[0] for row in conn.execute(sa.text(f"EXPLAIN {compiled}")))
+        assert "Index" in plan and "GroupAggregate" in plan and "Limit" in plan, plan
+        assert "Sort" not in plan and "HashAggregate" not in plan, plan  # nothing after the cursor is read whole
+
     def test_a_version_1_database_gains_the_events_table_and_keeps_its_data(self):
         with fresh_database(_reachable("PostgreSQL", postgres_url())) as url:
             engine = sa.create_engine(url)
@@ -103,6 +115,33 @@ class TestPostgresStore(SharedStoreContract):
             store.window(AGENT, "s", max_messages=5)
         with store.engine.connect() as conn:
             assert conn.execute(sa.text("SELECT count(*) FROM pg_prepared_statements")).scalar() == 0
+
+
+def test_in_a_database_of_another_collation_pages_follow_its_order():
+    """The columns' collation orders the sessions and compares the cursor: in an ICU en-US
+    database that is not Python's order, and the pages still concatenate to the listing."""
+    base = _reachable("PostgreSQL", postgres_url())
+    name = f"omnisync_t_icu_{uuid.uuid4().hex[:12]}"
+    with backends.autocommit(base) as conn:
+        if int(conn.execute(sa.text("SHOW server_version_num")).scalar()) < 150000:
+            pytest.skip("a database's ICU locale needs PostgreSQL 15")
+        conn.execute(sa.text(f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"))
+    try:
+        url = sa.engine.make_url(base).set(database=name).render_as_string(hide_password=False)
+        ids = ["b", "B", "a", "A", "é", "e", "z", "Z", "a b", "ab"]
+        with SQLStore(url) as store:
+            for session_id in ids:
+                store.append(AGENT, session_id, [user(session_id)])
+            with store.engine.connect() as conn:
+                collated = conn.execute(sa.text("SELECT id FROM unnest(CAST(:ids AS text[])) AS id ORDER BY id"), {"ids": ids}).scalars().all()
+            listed = store.sessions(AGENT)
+            assert [s.session_id for s in listed] == collated != sorted(ids)
+            for size in (1, 2, 3):
+                assert list(store.iter_sessions(AGENT, page_size=size)) == listed
+                assert list(store.iter_sessions(page_size=size)) == listed
+    finally:
+        with backends.autocommit(base) as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def test_through_pgbouncer_the_statement_timeout_is_left_to_the_server_with_a_warning(caplog):

@@ -174,10 +174,12 @@ class TestRedisStore(SharedStoreContract):
             store.append("agent:*", session_id, [user(session_id)])
         store.save_run(RunRecord(run_id="run:*", agent="agent:*", session_id="*", created_at=utcnow()), None)
         if store.cluster:  # the same names, with the agent's or the session's part as the hash tag
-            rest = r"\{a:[0-9a-f]*\}:(sessions|runs|run:[0-9a-f]+)|\{a:[0-9a-f]*:s:[0-9a-f]+\}:(active|inactive|meta)"
+            rest = r"\{a:[0-9a-f]*\}:(sessions|sessions:order|runs|run:[0-9a-f]+)|\{a:[0-9a-f]*:s:[0-9a-f]+\}:(active|inactive|meta)"
+            agents = rf"^{re.escape(store.prefix)}:\{{{re.escape(store.prefix)}:agents\}}:order$"
         else:
-            rest = r"a:[0-9a-f]*:(sessions|runs|run:[0-9a-f]+|s:[0-9a-f]+:(active|inactive|meta))"
-        layout = re.compile(rf"^{re.escape(store.prefix)}:(agents|{rest})$")
+            rest = r"a:[0-9a-f]*:(sessions|sessions:order|runs|run:[0-9a-f]+|s:[0-9a-f]+:(active|inactive|meta))"
+            agents = rf"^{re.escape(store.prefix)}:agents:order$"
+        layout = re.compile(rf"^{re.escape(store.prefix)}:(agents|{rest})$|{agents}")
         keys = _keys(store)
         assert keys and all(layout.match(key) for key in keys), keys
         assert not any(ch in key[len(store.prefix) :] for key in keys for ch in "* ")
@@ -192,7 +194,8 @@ class TestRedisStore(SharedStoreContract):
         assert store.clear(AGENT) == 1
         keys = _keys(store)
         metas = [key for key in keys if key.endswith(":meta")]
-        assert sorted(set(keys) - set(metas)) == sorted([f"{store.prefix}:agents", f"{store._agent_stem(AGENT)}:sessions"]), keys
+        listings = [store._agents_key, store._agents_order_key, *store._sessions_keys(AGENT)]
+        assert sorted(set(keys) - set(metas)) == sorted(listings), keys
         assert len(metas) == 2 and all(sorted(_text(k) for k in store.client.hkeys(key)) == ["listed", "seq"] for key in metas)
         assert store.sessions() == [] and store.sessions(AGENT) == []
 
@@ -342,8 +345,9 @@ class TestRedisStore(SharedStoreContract):
             pytest.skip("hash tags are for a cluster; one server keeps the key names of earlier releases")
         session_slots = {key_slot(k.encode()) for k in store._session_keys(AGENT, "s")}
         run = "run:" + "r1".encode().hex()
-        agent_keys = [f"{store._agent_stem(AGENT)}:{suffix}" for suffix in ("sessions", "runs", run, run + ":events")]
+        agent_keys = [f"{store._agent_stem(AGENT)}:{suffix}" for suffix in ("sessions", "sessions:order", "runs", run, run + ":events")]
         assert len(session_slots) == 1 and len({key_slot(k.encode()) for k in agent_keys}) == 1
+        assert key_slot(store._agents_key.encode()) == key_slot(store._agents_order_key.encode())
         other = {key_slot(k.encode()) for k in store._session_keys(AGENT, "t")}
         assert other != session_slots  # sessions spread over the cluster (these two land apart)
 
@@ -360,6 +364,35 @@ class TestRedisStore(SharedStoreContract):
         assert cleared.value > 0  # the clears did race the appends
         with_messages = {f"s{i}" for i in range(40) if store.history(AGENT, f"s{i}")}
         assert {info.session_id for info in store.sessions(AGENT)} == with_messages
+
+    def test_a_page_of_sessions_reads_the_sorted_twin_from_its_cursor(self, store, monkeypatch):
+        for i in range(300):
+            store.append(AGENT, f"s{i:03}", [user("x")])
+        sent = _count_commands(store.client, monkeypatch)
+        page = store.sessions_page(AGENT, (AGENT, "s099"), 10)
+        assert [s.session_id for s in page] == [f"s{i:03}" for i in range(100, 110)]
+        assert [args[0] for args in sent] == ["EVALSHA"]  # the counts go in one pipeline, apart
+        assert sent[0][-2:] == ("(" + "s099".encode().hex(), 10)
+
+    def test_listings_written_before_their_sorted_twins_are_paged_after_one_fill(self, store):
+        """Sets without twins, as this store's earlier releases left them (and as an earlier
+        release still running adds to them): the first page fills the twin, then reads it."""
+        expected = [(agent, f"s{i:04}") for agent in ("a", "b") for i in range(1200 if agent == "a" else 3)]
+        for agent, session_id in expected:
+            store.append(agent, session_id, [user("x")])
+        store.clear("a", "s0001")
+        expected.remove(("a", "s0001"))
+        twins = [store._agents_order_key, store._sessions_keys("a")[1], store._sessions_keys("b")[1]]
+        for twin in twins:
+            store.client.delete(twin)
+        assert [(s.agent, s.session_id) for s in store.sessions_page(None, None, 2)] == expected[:2]
+        assert store.client.zcard(twins[0]) == 2 and store.client.zcard(twins[1]) == 1200
+        assert [(s.agent, s.session_id) for s in store.iter_sessions(page_size=500)] == expected
+        store.client.sadd(store._sessions_keys("b")[0], "s0000x".encode().hex())  # listed, never written
+        [old] = store.append("b", "s0001x", [user("y")])  # an earlier release: set only, then the write
+        store.client.zrem(store._sessions_keys("b")[1], "s0001x".encode().hex())
+        assert [s.session_id for s in store.iter_sessions("b", page_size=2)] == ["s0000", "s0001", "s0001x", "s0002"]
+        assert store.client.zcard(store._sessions_keys("b")[1]) == store.client.scard(store._sessions_keys("b")[0]) == 5
 
     def test_a_cluster_prefix_cannot_hold_braces(self, url):
         if not url.startswith("redis+cluster://"):

@@ -52,6 +52,18 @@ class TestSQLiteFileStore(SharedStoreContract):
         assert not any("TEMP B-TREE" in step or step.startswith("SCAN") for step in plan), plan
         assert "LIMIT 20" in str(compiled)
 
+    @pytest.mark.parametrize("agent, after", [(None, None), (None, ("a1", "s5")), ("a1", None), ("a1", ("a1", "s5")), ("a1", ("a0", "s9"))])
+    def test_a_page_of_sessions_walks_the_index_from_its_cursor(self, store, agent, after):
+        for i in range(30):
+            store.append(f"a{i % 3}", f"s{i}", [user("x"), user("y")])
+        compiled = store.sessions_page_query(agent, after, 5).compile(store.engine, compile_kwargs={"literal_binds": True})
+        with store.engine.connect() as conn:
+            plan = [row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {compiled}")]
+        assert any("USING INDEX" in step or "USING COVERING INDEX" in step for step in plan), plan
+        assert not any("TEMP B-TREE" in step for step in plan), plan  # no sort or grouping of everything after the cursor
+        if after is not None:
+            assert any("SEARCH" in step for step in plan), plan
+
     def test_file_is_in_wal_mode_with_a_busy_timeout(self, store, tmp_path):
         with store.engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"

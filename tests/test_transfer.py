@@ -8,6 +8,8 @@ import json
 import pytest
 
 from omnisync.errors import StoreError, TransferError
+from omnisync.messages import utcnow
+from omnisync.run_record import RunRecord
 from omnisync.stores.in_memory import InMemoryStore
 from omnisync.transfer import copy_store, export_jsonl, export_sqlite, import_export, read_export
 from store_contract import user
@@ -127,6 +129,14 @@ class Recording(InMemoryStore):
         self.calls.append(("history_page", agent, session_id, after_seq, limit))
         return super().history_page(agent, session_id, after_seq, limit, include_inactive)
 
+    def sessions(self, agent=None):
+        self.calls.append(("sessions", agent))
+        return super().sessions(agent)
+
+    def sessions_page(self, agent, after, limit):
+        self.calls.append(("sessions_page", agent, after, limit))
+        return super().sessions_page(agent, after, limit)
+
 
 def long_session(store, count: int = 1200) -> None:
     """One session longer than two pages, with a fold kept inactive in the middle of a page boundary."""
@@ -170,6 +180,38 @@ def test_export_and_copy_read_page_by_page_never_the_whole_history(tmp_path):
     imported = Recording()
     import_export(imported, read_export(io.StringIO(out.getvalue())))
     assert history_reads(imported)[0] == 0 and snapshot(imported) == snapshot(source)
+
+
+def test_export_and_copy_read_the_listing_a_page_at_a_time(tmp_path):
+    source = Recording()
+    for i in range(1100):
+        source.append("b" if i % 2 else "a", f"s{i:04}", [user(str(i))])
+    for agent in ("a", "b"):
+        source.save_run(RunRecord(run_id=f"run-{agent}", agent=agent, session_id="s0000", created_at=utcnow()), expected_version=None)
+
+    def listing_reads() -> list[tuple]:
+        reads = [c for c in source.calls if c[0].startswith("sessions")]
+        source.calls.clear()
+        return reads
+
+    out = io.StringIO()
+    assert export_jsonl(source, out).sessions == 1100
+    reads = listing_reads()
+    assert [c[0] for c in reads] == ["sessions_page"] * 3 and {c[3] for c in reads} == {500}  # 500, 500, 100: never the whole listing
+    kinds = [(line["kind"], line.get("agent") or line["record"]["agent"]) for line in map(json.loads, out.getvalue().splitlines())]
+    assert kinds == [("message", "a")] * 550 + [("run", "a")] + [("message", "b")] * 550 + [("run", "b")]  # each agent's runs after its sessions
+
+    done = export_sqlite(source, tmp_path / "all.db")
+    assert (done.sessions, done.messages, done.runs) == (1100, 1100, 2)
+    assert [c[0] for c in listing_reads()] == ["sessions_page"] * 3
+    assert export_jsonl(source, io.StringIO(), agent="b", session_id="s0001").sessions == 1
+    assert [c[1] for c in listing_reads()] == ["b", "b"]  # one agent's listing: 550 in two pages
+
+    target = Recording()
+    copy_store(source, target)
+    assert [c[0] for c in listing_reads()] == ["sessions_page"] * 3
+    assert not any(c[0] == "sessions" for c in target.calls)  # the destination's check pages too
+    assert snapshot(target) == snapshot(source)
 
 
 def test_import_reads_interleaved_sessions_and_refuses_seqs_out_of_order(source, tmp_path):

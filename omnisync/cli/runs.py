@@ -20,7 +20,7 @@ from .output import note, print_json, table, when
 
 def runs(args: argparse.Namespace, router: MemoryRouter) -> int:
     store = router.store
-    agents = [args.agent] if args.agent else sorted({s.agent for s in store.sessions()})
+    agents = [args.agent] if args.agent else sorted({s.agent for s in store.iter_sessions()})
     found = [r for agent in agents for r in run_state.list_runs(store, agent, status=args.status, session_id=args.session)]
     if args.json:
         print_json([r.to_record() for r in found])

@@ -70,10 +70,12 @@ def clear(args: argparse.Namespace, router: MemoryRouter) -> int:
     """Refuse a name that holds nothing (a typo would otherwise answer "0 messages deleted"); ask before clearing all."""
     store = router.store
     if args.all_sessions:
-        held = store.sessions(args.agent)
+        held = messages = 0
+        for info in store.iter_sessions(args.agent):
+            held, messages = held + 1, messages + info.message_count
         if not held:
             raise CommandError(no_sessions(args.agent) + "; nothing deleted")
-        if not args.yes and not _confirmed(f"delete all {len(held)} sessions ({sum(s.message_count for s in held)} messages) of agent {args.agent!r}?"):
+        if not args.yes and not _confirmed(f"delete all {held} sessions ({messages} messages) of agent {args.agent!r}?"):
             raise CommandError("not confirmed; nothing deleted")
         session_id = None
     else:
@@ -91,11 +93,14 @@ def no_sessions(agent: str) -> str:
 
 def require_session(router: MemoryRouter, agent: str, session_id: str) -> None:
     """Raise CommandError unless the store holds ``session_id`` of ``agent``, saying which of the two is unknown."""
-    held = router.store.sessions(agent)
-    if not held:
+    others = 0
+    for info in router.store.iter_sessions(agent):
+        if info.session_id == session_id:
+            return
+        others += 1
+    if not others:
         raise CommandError(no_sessions(agent))
-    if all(s.session_id != session_id for s in held):
-        raise CommandError(f"agent {agent!r} has no session {session_id!r} ({len(held)} others: omnisync sessions --agent {agent} lists them)")
+    raise CommandError(f"agent {agent!r} has no session {session_id!r} ({others} others: omnisync sessions --agent {agent} lists them)")
 
 
 def _confirmed(question: str) -> bool:

@@ -332,9 +332,8 @@ class _Api:
         only_params(request, "limit", "cursor")
         limit, after = page_size(request), decode_cursor(request)
         store = agent.blocking.memory_router.store
-        infos = sorted(await in_thread(store.sessions, agent.name), key=lambda s: s.session_id)
-        if after is not None:
-            infos = [s for s in infos if [s.session_id] > after]
+        cursor = (agent.name, after[0]) if after else None  # the cursor is [session_id]
+        infos = await in_thread(store.sessions_page, agent.name, cursor, limit + 1)  # one more: is there a next page?
         page = infos[:limit]
         sessions = [
             {"session_id": s.session_id, "message_count": s.message_count, "last_activity": s.last_activity.isoformat() if s.last_activity else None}

@@ -116,9 +116,46 @@ class MemoryStore(ABC):
         An id that does not exist deletes nothing. Run records are not touched.
         """
 
-    @abstractmethod
     def sessions(self, agent: str | None = None) -> list[SessionInfo]:
-        """The sessions that hold messages, of one agent or of all, with counts and last activity."""
+        """The sessions that hold messages, of one agent or of all, with counts and last activity.
+
+        In :meth:`sessions_page` order: the pages read to the end (a store may read them in one
+        go). Holds every one in memory: for a store with very many sessions, read them with
+        :meth:`iter_sessions`.
+        """
+        return list(self.iter_sessions(agent))
+
+    @abstractmethod
+    def sessions_page(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> list[SessionInfo]:
+        """Up to ``limit`` sessions that hold messages, of ``agent`` (None: of every agent),
+        ordered by ``(agent, session_id)``, strictly after the ``after`` cursor (None: from the start).
+
+        The order is the store's own comparison of the two strings, the same one the cursor is
+        compared with, so pages never skip or repeat a session: Python's order of ``str``
+        (code points, which is the byte order of UTF-8) on every store but PostgreSQL, which
+        orders by the columns' collation (Python's order in a database whose collation is C).
+        A session that holds no messages (a cleared one) is left out. Each store's docstring
+        says what a page costs: a bounded read where the engine allows, never the whole
+        listing. The next page starts after the last session of this one (see :meth:`iter_sessions`).
+        ``limit`` below 1 is a ValueError.
+        """
+
+    def iter_sessions(self, agent: str | None = None, page_size: int = 500) -> Iterator[SessionInfo]:
+        """The sessions :meth:`sessions` lists, in the same order, read ``page_size`` at a time.
+
+        Holds one page in memory, never the whole listing. Each page starts after the last
+        session seen, so a session that first gets messages while paging is listed once (if
+        it sorts after the cursor) and none twice. Not one snapshot: counts are each page's.
+        """
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, not {page_size!r}")
+        after: tuple[str, str] | None = None
+        while True:
+            page = self.sessions_page(agent, after, page_size)
+            yield from page
+            if len(page) < page_size:
+                return
+            after = (page[-1].agent, page[-1].session_id)
 
     @abstractmethod
     def fold(
@@ -321,6 +358,13 @@ def check_events(events: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str
         except (TypeError, ValueError) as exc:
             raise NotSerializableError(f"an event's data must be JSON data: {exc}. Nothing was written.") from None
     return checked
+
+
+def page_limit(limit: int) -> int:
+    """A :meth:`MemoryStore.sessions_page` ``limit``, checked."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a whole number of sessions, at least 1, not {limit!r}: pass the page size you want")
+    return limit
 
 
 def events_limit(after: int, limit: int) -> int:

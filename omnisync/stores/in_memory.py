@@ -1,4 +1,8 @@
-"""The in-process store: dicts behind one lock, gone when the process ends."""
+"""The in-process store: dicts behind one lock, gone when the process ends.
+
+Session keys are also kept sorted (Python's order of (agent, session_id)), so a page of
+sessions is a bisect and a walk: O(log N + limit + cleared sessions passed over).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,18 @@ from typing import Any, cast
 
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import RunRecord
-from .base import MAX_EVENTS_READ, SEQ_STEP, MemoryStore, RunEvent, SessionInfo, check_events, check_serializable, events_limit, run_conflict
+from .base import (
+    MAX_EVENTS_READ,
+    SEQ_STEP,
+    MemoryStore,
+    RunEvent,
+    SessionInfo,
+    check_events,
+    check_serializable,
+    events_limit,
+    page_limit,
+    run_conflict,
+)
 
 
 @dataclass
@@ -34,6 +49,7 @@ class InMemoryStore(MemoryStore):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._sessions: dict[tuple[str, str], _Session] = {}
+        self._order: list[tuple[str, str]] = []  # the keys of _sessions, sorted
         self._runs: dict[tuple[str, str], RunRecord] = {}
         self._events: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (name, JSON), id = index + 1
 
@@ -41,7 +57,10 @@ class InMemoryStore(MemoryStore):
         check_serializable(messages)
         now = utcnow()
         with self._lock:
-            session = self._sessions.setdefault((agent, session_id), _Session())
+            session = self._sessions.get((agent, session_id))
+            if session is None:
+                session = self._sessions[(agent, session_id)] = _Session()
+                bisect.insort(self._order, (agent, session_id))
             written = []
             for message in messages:
                 session.last_seq += SEQ_STEP
@@ -100,13 +119,21 @@ class InMemoryStore(MemoryStore):
                     log.replace_all([])  # the seq counter stays, so seq never goes back
             return cleared
 
-    def sessions(self, agent: str | None = None) -> list[SessionInfo]:
+    def sessions_page(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> list[SessionInfo]:
+        limit = page_limit(limit)
         with self._lock:
-            return [
-                SessionInfo(a, s, len(log.messages), log.messages[-1].created_at if log.messages else None)
-                for (a, s), log in sorted(self._sessions.items())
-                if (agent is None or a == agent) and log.messages
-            ]
+            start = 0 if after is None else bisect.bisect_right(self._order, (after[0], after[1]))
+            if agent is not None:
+                start = max(start, bisect.bisect_left(self._order, (agent, "")))
+            found: list[SessionInfo] = []
+            for index in range(start, len(self._order)):
+                key = self._order[index]
+                if agent is not None and key[0] != agent or len(found) == limit:
+                    break
+                log = self._sessions[key]
+                if log.messages:
+                    found.append(SessionInfo(key[0], key[1], len(log.messages), log.messages[-1].created_at))
+            return found
 
     def fold(
         self,

@@ -44,16 +44,27 @@ What FerretDB v1.24 (SQLite backend) lacks, as probed, and why the design above 
   server has it (:attr:`MongoStore.expires_runs_itself`). Either way an expired run is gone
   to every read, creating a run over it is allowed, and ``prune_runs`` deletes it.
 - ``$group`` accumulators other than ``$sum``/``$count`` (no ``$max``, ``$first``, ``$last``),
-  and a projection in ``findAndModify``. ``sessions`` counts with ``$group``/``$sum`` and
-  reads each session's last activity from its newest message.
+  and a projection in ``findAndModify``. A page of sessions counts with ``$group``/``$sum``
+  and takes the last activity (the latest ``created_at``) with ``$max`` in the same
+  ``$group``; where the server answers "not implemented", it reads each session's latest
+  message instead (one indexed ``find_one`` per session).
+- Index use: FerretDB creates and lists the indexes, but its SQLite backend's explain shows a
+  scan with no filter, sort or limit pushdown. The queries are the ones MongoDB answers from
+  the indexes with bounded scans.
+
+A page of sessions (:meth:`MongoStore.sessions_page`), in (agent, session_id) order: BSON's
+binary comparison of strings, the byte order of UTF-8, which is Python's order of ``str``
+(FerretDB v1 sorts the same, as probed with case, accents and characters past U+FFFF). First
+the page's ids: ``find`` after the cursor, sorted by (agent, session_id), ``limit`` documents
+at a time, each round trip reading on past the last id it saw, so every document it reads
+belongs to a session of the page. Then one ``$group`` over those sessions' documents. So a
+page reads the documents of the sessions it lists, none of the others; a cleared session's
+mark is passed over like any other document that is not a message.
 - Field names with "." or a leading "$" (MongoDB 5+ takes them in nested documents; NUL is
   never allowed in a BSON key). ``metadata`` and ``tool_calls`` are free JSON, so they are
   stored as JSON text and round-trip exactly on both; so are a user message's content
   parts, in ``content_parts`` (``content`` is then null), which documents written before
   parts existed do not have.
-- Index use: FerretDB creates and lists the indexes, but its SQLite backend's explain shows a
-  scan with no filter, sort or limit pushdown. The query is the one MongoDB answers from the
-  window index with a bounded IXSCAN.
 NUL characters inside string values are stored as themselves on both.
 """
 
@@ -74,7 +85,18 @@ from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from .base import MAX_EVENTS_READ, SEQ_STEP, MemoryStore, RunEvent, SessionInfo, check_events, check_serializable, events_limit, run_conflict
+from .base import (
+    MAX_EVENTS_READ,
+    SEQ_STEP,
+    MemoryStore,
+    RunEvent,
+    SessionInfo,
+    check_events,
+    check_serializable,
+    events_limit,
+    page_limit,
+    run_conflict,
+)
 
 try:
     import pymongo
@@ -137,6 +159,7 @@ class MongoStore(MemoryStore):
             raise ConfigurationError(f"MongoDB store: {exc}") from exc
         self.expires_runs_itself: bool | None = None
         """Whether the server expires runs by the TTL index (None until :meth:`ensure_indexes` ran)."""
+        self._groups_max = True  # until the server says $max in $group is not implemented (FerretDB v1)
         if ensure_indexes:
             self.ensure_indexes()
 
@@ -320,20 +343,62 @@ class MongoStore(MemoryStore):
             return int(cleared)
         raise StoreError(f"{self._describe()}: clearing session {key['session_id']!r} lost the race {APPEND_TRIES} times")
 
-    def sessions(self, agent: str | None = None) -> list[SessionInfo]:
-        """Counts by ``$group``/``$sum``; each session's last activity is its newest message's time."""
-        match: dict[str, Any] = {"agent": _text("agent", agent)} if agent is not None else {}
-        pipeline: list[dict[str, Any]] = [{"$match": {**match, **_STORED}}]
-        pipeline.append({"$group": {"_id": {"agent": "$agent", "session_id": "$session_id"}, "count": {"$sum": 1}}})
-        found = []
+    def sessions_page(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> list[SessionInfo]:
+        """The page's ids by a walk of the keys, then one ``$group`` (see the module docstring)."""
+        limit = page_limit(limit)
+        if agent is not None:
+            _text("agent", agent)
+            if after is not None and after[0] > agent:  # BSON compares strings as Python does
+                return []
         with self._errors("listing sessions"):
-            groups = sorted((g["_id"]["agent"], g["_id"]["session_id"], int(g["count"])) for g in self.messages.aggregate(pipeline))
-            for a, s, count in groups:
-                key = {"agent": a, "session_id": s, **_STORED}
-                newest = self.messages.find_one(key, {"created_at": 1}, sort=[("seq", DESCENDING)])
-                if newest is not None:  # else cleared meanwhile
-                    found.append(SessionInfo(a, s, count, _utc(newest.get("created_at"))))
-        return found
+            keys = self._session_keys(agent, after, limit)
+            return self._session_infos(keys) if keys else []
+
+    def _session_keys(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` (agent, session_id) with stored messages, in order, after ``after``."""
+        keys: list[tuple[str, str]] = []
+        while len(keys) < limit:
+            want = limit - len(keys)
+            query = {**_after(agent, after), **_STORED}
+            documents = self.messages.find(query, {"agent": 1, "session_id": 1, "_id": 0}).sort(_KEY_ORDER).limit(want)
+            read = 0
+            for doc in documents.batch_size(want):
+                read += 1
+                key = (doc["agent"], doc["session_id"])
+                if not keys or keys[-1] != key:
+                    keys.append(key)
+            if read < want:
+                break
+            after = keys[-1]  # on past the rest of its documents
+        return keys[:limit]
+
+    def _session_infos(self, keys: list[tuple[str, str]]) -> list[SessionInfo]:
+        """The sessions ``keys`` with their counts and last activity, in the order of ``keys``."""
+        by_agent: dict[str, list[str]] = {}
+        for agent, session_id in keys:
+            by_agent.setdefault(agent, []).append(session_id)
+        match = {"$or": [{"agent": agent, "session_id": {"$in": ids}} for agent, ids in by_agent.items()], **_STORED}
+        group: dict[str, Any] = {"_id": {"agent": "$agent", "session_id": "$session_id"}, "count": {"$sum": 1}}
+        groups = None
+        if self._groups_max:
+            try:
+                groups = list(self.messages.aggregate([{"$match": match}, {"$group": {**group, "last": {"$max": "$created_at"}}}]))
+            except OperationFailure as exc:
+                if exc.code != _NOT_IMPLEMENTED:
+                    raise
+                self._groups_max = False
+        if groups is None:
+            groups = list(self.messages.aggregate([{"$match": match}, {"$group": group}]))
+            for found in groups:
+                key = {**found["_id"], **_STORED}
+                newest = self.messages.find_one(key, {"created_at": 1}, sort=[("created_at", DESCENDING)])
+                found["last"] = newest.get("created_at") if newest is not None else None
+        counted = {(g["_id"]["agent"], g["_id"]["session_id"]): g for g in groups}
+        return [
+            SessionInfo(agent, session_id, int(g["count"]), _utc(g["last"]))
+            for agent, session_id in keys
+            if (g := counted.get((agent, session_id))) is not None  # else cleared meanwhile
+        ]
 
     def fold(
         self,
@@ -614,6 +679,22 @@ def _name(name: str, value: object) -> str:
 
 def _session(agent: object, session_id: object) -> dict[str, str]:
     return {"agent": _text("agent", agent), "session_id": _text("session_id", session_id)}
+
+
+_KEY_ORDER = [("agent", ASCENDING), ("session_id", ASCENDING)]
+
+
+def _after(agent: str | None, after: tuple[str, str] | None) -> dict[str, Any]:
+    """The filter of ``agent``'s (None: every agent's) documents after the cursor ``after``."""
+    if after is not None:
+        _session(*after)  # strings, never an operator
+    if agent is None:
+        if after is None:
+            return {}
+        return {"$or": [{"agent": {"$gt": after[0]}}, {"agent": after[0], "session_id": {"$gt": after[1]}}]}
+    if after is None or after[0] < agent:
+        return {"agent": agent}
+    return {"agent": agent, "session_id": {"$gt": after[1]}}
 
 
 def _run_key(agent: object, run_id: object) -> dict[str, str]:

@@ -3,8 +3,10 @@
 Key layout (``P`` is the prefix, ``OMNISYNC_REDIS_PREFIX`` or ``"omnisync"``; ``A``, ``S``
 and ``R`` are the agent, session id and run id as hex of their UTF-8 bytes)::
 
-    P:agents                 set     A of every agent that has had sessions  (sessions() of all agents)
-    P:a:A:sessions           set     S of every session this agent has had   (sessions(), clear(agent))
+    P:agents                 set     A of every agent that has had sessions  (what its twin must hold)
+    P:agents:order           zset    its twin: the same A, every score 0     (pages of all agents' sessions)
+    P:a:A:sessions           set     S of every session this agent has had   (clear(agent))
+    P:a:A:sessions:order     zset    its twin: the same S, every score 0     (pages of sessions, sessions())
     P:a:A:s:S:active         zset    active messages, JSON, score = seq      (the window)
     P:a:A:s:S:inactive       zset    folded messages kept under "keep"       (history only)
     P:a:A:s:S:meta           hash    seq = the counter, last = last write (µs since the epoch),
@@ -16,8 +18,10 @@ and ``R`` are the agent, session id and run id as hex of their UTF-8 bytes)::
 On a Redis Cluster (a ``redis+cluster://`` URL or a ``RedisCluster`` client) the same names
 carry hash tags, so that every key one operation touches is in one slot::
 
-    P:{a:A}:sessions   P:{a:A}:runs   P:{a:A}:run:R   P:{a:A}:run:R:events   one slot per agent
+    P:{a:A}:sessions   P:{a:A}:sessions:order   P:{a:A}:runs   P:{a:A}:run:R   P:{a:A}:run:R:events
+                                              one slot per agent
     P:{a:A:s:S}:active   P:{a:A:s:S}:inactive   P:{a:A:s:S}:meta   one slot per session
+    P:agents   P:{P:agents}:order             one slot (the second's tag is the first's whole name)
 
 On one server the names have no braces: they are the names of every earlier release, so
 data written before needs no migration (this store has no schema version; the layout is
@@ -48,17 +52,29 @@ Why:
   ``first_written_seq``, which the script replaces (a plain find, not a pattern).
 - The agent and session sets are in other slots than the session, so no script writes both.
   They are indexes that may over-list, never under-list: a session is added to them (one
-  pipelined ``SADD`` each) *before* its first message is written, which the session's
-  ``listed`` flag records; the append script refuses to write to a session not yet listed,
-  and the caller lists it and tries again. Nothing removes an entry, so no removal can race
-  an append (a clear that drops the entry while another process appends would hide that
-  session for good). A cleared session stays listed with no messages, as its seq counter
-  stays; ``sessions()`` leaves out sessions with no messages. So a session's first append
-  costs two more round trips, every later one none.
-- ``sessions()`` and ``clear(agent)`` read the sets, then one script per session, pipelined
-  (one round trip per server). Each session is counted or cleared atomically; the listing as
-  a whole is not one snapshot, and a session appended to while ``clear(agent)`` runs may keep
-  its new messages, as if the append had come after.
+  pipelined script each, which writes the set's sorted twin too, below) *before* its first
+  message is written, which the session's ``listed`` flag records; the append script refuses
+  to write to a session not yet listed, and the caller lists it and tries again. Nothing
+  removes an entry, so no removal can race an append (a clear that drops the entry while
+  another process appends would hide that session for good). A cleared session stays listed
+  with no messages, as its seq counter stays; ``sessions()`` leaves out sessions with no
+  messages. So a session's first append costs two more round trips, every later one none.
+- A set has no order, so each listing set has a twin sorted set whose members all score 0:
+  ``ZRANGEBYLEX`` reads it in byte order from a cursor (hex of UTF-8 keeps the order of the
+  ids, which is Python's order of ``str``), ``O(log N + n)``. A session is listed in both by one
+  script on the agent's slot (the agents set and its twin share a slot too), so the twin never
+  holds what the set lacks, and equal sizes mean equal members. Sets written before the twins
+  existed (or by an earlier release still running) are larger than their twin: the page that
+  sees it (``SCARD`` and ``ZCARD`` are read with the page, in one script) first copies the set
+  into the twin, ``SSCAN`` a thousand at a time, once; no migration step.
+- ``sessions_page`` reads the next ids from the twins, then counts those sessions with one
+  script per session, pipelined (one round trip per server), and keeps those with messages.
+  A page costs two round trips per agent it reaches (of every agent: one more, to read the
+  agents' twin), and more only to pass over cleared sessions (listed, with no messages),
+  read ``limit`` at a time. ``sessions()`` is the pages read to the end. ``clear(agent)``
+  reads the agent's set, then one script per session, pipelined. Each session is counted or
+  cleared atomically; a listing as a whole is not one snapshot, and a session appended to
+  while ``clear(agent)`` runs may keep its new messages, as if the append had come after.
 - A run record with ``expires_at`` gets ``PEXPIREAT``: Redis itself removes it; the run index
   drops entries whose record has gone when it is next read.
 - A run's events are one list next to its record: ``RPUSH`` numbers them (atomic, so two
@@ -72,7 +88,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -95,6 +111,7 @@ from .base import (
     check_serializable,
     drop_orphan_tool_results,
     events_limit,
+    page_limit,
     run_conflict,
 )
 
@@ -182,6 +199,19 @@ local count = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('HDEL', KEYS[3], 'last')
 return count
+"""
+
+# KEYS: a listing set and its sorted twin (one slot); ARGV: the id's token. Lists it in both at once.
+_LIST = """
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+"""
+
+# KEYS: a listing set and its sorted twin; ARGV: lowest member ("-" or "(" + token), how many.
+# Returns how many the twin lacks (a set listed before twins existed), and the next members.
+_ORDERED = """
+return {redis.call('SCARD', KEYS[1]) - redis.call('ZCARD', KEYS[2]),
+        redis.call('ZRANGEBYLEX', KEYS[2], ARGV[1], '+', 'LIMIT', 0, ARGV[2])}
 """
 
 # KEYS: active, inactive, meta. Returns the message count and the last write (µs or "").
@@ -350,6 +380,7 @@ class RedisStore(MemoryStore):
         self._load_lease = client.register_script(_LOAD_LEASE)
         self._prune_runs = client.register_script(_PRUNE_RUNS)
         self._append_events = client.register_script(_APPEND_EVENTS)
+        self._ordered = client.register_script(_ORDERED)
 
     @classmethod
     def from_url(cls, url: str, prefix: str | None = None, **client_options: Any) -> "RedisStore":
@@ -401,6 +432,15 @@ class RedisStore(MemoryStore):
     def _agents_key(self) -> str:
         return f"{self.prefix}:agents"
 
+    @property
+    def _agents_order_key(self) -> str:
+        return f"{self.prefix}:{{{self._agents_key}}}:order" if self.cluster else f"{self._agents_key}:order"
+
+    def _sessions_keys(self, agent: str) -> tuple[str, str]:
+        """The agent's sessions set and its sorted twin."""
+        stem = self._agent_stem(agent)
+        return f"{stem}:sessions", f"{stem}:sessions:order"
+
     def _describe(self) -> str:
         if isinstance(self.client, RedisCluster):
             node = cast(Any, self.client).get_default_node()
@@ -439,9 +479,10 @@ class RedisStore(MemoryStore):
         return self._placed(messages, agent, session_id, last, now)
 
     def _list_session(self, agent: str, session_id: str) -> None:
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.sadd(self._agents_key, _token(agent))
-            pipe.sadd(f"{self._agent_stem(agent)}:sessions", _token(session_id))
+        """The agent and the session in their sets and the sets' sorted twins, one script each."""
+        with self.client.pipeline(transaction=False) as pipe:  # EVAL: see _per_session
+            pipe.execute_command("EVAL", _LIST, 2, self._agents_key, self._agents_order_key, _token(agent))
+            pipe.execute_command("EVAL", _LIST, 2, *self._sessions_keys(agent), _token(session_id))
             pipe.execute()
 
     @staticmethod
@@ -496,21 +537,56 @@ class RedisStore(MemoryStore):
             counts = self._per_session(_CLEAR_SESSION, [(agent, _untoken(token)) for token in listed])
         return sum(int(count) for count in counts)
 
-    def sessions(self, agent: str | None = None) -> list[SessionInfo]:
+    def sessions_page(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> list[SessionInfo]:
+        """The next ids from the sorted twins, counted (see the module docstring)."""
+        limit = page_limit(limit)
         with self._errors():
-            agents = [agent] if agent is not None else [_untoken(a) for a in self.client.smembers(self._agents_key)]
-            with self.client.pipeline(transaction=False) as pipe:
-                for name in agents:
-                    pipe.smembers(f"{self._agent_stem(name)}:sessions")
-                listed = pipe.execute()
-            pairs = [(name, _untoken(token)) for name, tokens in zip(agents, listed) for token in tokens]
+            if agent is not None:
+                past = after is not None and after[0] > agent  # hex of UTF-8 keeps Python's order
+                return [] if past else self._agent_page(agent, _after_in(agent, after), limit)
+            found: list[SessionInfo] = []
+            lowest = "-" if after is None else f"[{_token(after[0])}"
+            while len(found) < limit:
+                want = limit - len(found)
+                tokens = self._ordered_page(self._agents_key, self._agents_order_key, lowest, want)
+                for token in tokens:  # none before the cursor's agent
+                    name = _untoken(token)
+                    found += self._agent_page(name, _after_in(name, after), limit - len(found))
+                    if len(found) == limit:
+                        return found
+                if len(tokens) < want:
+                    return found
+                lowest = f"({_text(tokens[-1])}"
+            return found
+
+    def _agent_page(self, agent: str, after: str | None, limit: int) -> list[SessionInfo]:
+        """Up to ``limit`` sessions of ``agent`` with messages, after the session id ``after``."""
+        found: list[SessionInfo] = []
+        lowest = "-" if after is None else f"({_token(after)}"
+        while len(found) < limit:
+            want = limit - len(found)
+            tokens = self._ordered_page(*self._sessions_keys(agent), lowest, want)
+            pairs = [(agent, _untoken(token)) for token in tokens]
             counts = self._per_session(_COUNT_SESSION, pairs)
-        found = [
-            SessionInfo(name, session_id, int(count), _from_micros(last))
-            for (name, session_id), (count, last) in zip(pairs, counts)
-            if int(count) > 0
-        ]
-        return sorted(found, key=lambda info: (info.agent, info.session_id))
+            found += [
+                SessionInfo(name, session_id, int(count), _from_micros(last))
+                for (name, session_id), (count, last) in zip(pairs, counts)
+                if int(count) > 0
+            ]
+            if len(tokens) < want:
+                break
+            lowest = f"({_text(tokens[-1])}"
+        return found
+
+    def _ordered_page(self, listing: str, order: str, lowest: str, count: int) -> list[str | bytes]:
+        """The next ``count`` members of ``listing``'s sorted twin from ``lowest``; a twin that
+        lacks members of its set (one listed before twins existed) is filled first."""
+        missing, tokens = self._ordered(keys=[listing, order], args=[lowest, count])
+        if int(missing) > 0:
+            for chunk in _chunks(self.client.sscan_iter(listing, count=_BATCH), _BATCH):
+                self.client.zadd(order, dict.fromkeys(chunk, 0))
+            _, tokens = self._ordered(keys=[listing, order], args=[lowest, count])
+        return cast("list[str | bytes]", tokens)
 
     def _per_session(self, script: str, pairs: list[tuple[str, str]]) -> list[Any]:
         """``script`` on each session's keys, pipelined: one round trip per server, not per session.
@@ -702,6 +778,23 @@ def _cluster_client(url: str, options: dict[str, Any]) -> "RedisCluster":
         return RedisCluster.from_url(url, **options)
     except (RedisError, RedisClusterException) as exc:
         raise StoreError(f"Redis Cluster store {redact_url(url)} cannot be reached: {exc.__class__.__name__}: {exc}") from exc
+
+
+def _after_in(agent: str, after: tuple[str, str] | None) -> str | None:
+    """The session id the cursor ``after`` leaves ``agent``'s sessions at (None: at their start),
+    for an agent that is not before the cursor's."""
+    return after[1] if after is not None and after[0] == agent else None
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _token(text: str) -> str:

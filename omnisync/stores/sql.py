@@ -2,7 +2,15 @@
 
 Seq numbers come from a per-session counter row updated inside the write transaction, so
 appends to one session from many processes are serialized by the database. A window is
-``ORDER BY seq DESC LIMIT n`` on the index (agent, session_id, status, seq). SQLite files
+``ORDER BY seq DESC LIMIT n`` on the index (agent, session_id, status, seq). A page of
+sessions is one ``GROUP BY agent, session_id ... LIMIT n`` that walks the primary key
+(agent, session_id, seq) from the cursor and stops after n groups: it reads the messages of
+the sessions it lists (to count them), none of those before or after, and a cleared session
+has no rows to pass over. Its order, and the cursor's comparison, are the columns' collation:
+SQLite's BINARY (Python's order of str); on PostgreSQL the database's (Python's order in a
+database whose collation is C; ``en_US.UTF-8`` and the like order case and accents their own
+way, consistently). Not ``COLLATE "C"`` in the query: PostgreSQL then cannot walk the index in
+order, and each page would read every message after the cursor. SQLite files
 run in WAL mode with a busy timeout, and writes take the write lock up front
 (``BEGIN IMMEDIATE``), so several processes can share one file without "database is locked".
 """
@@ -24,7 +32,18 @@ from ..errors import MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from .base import MAX_EVENTS_READ, SEQ_STEP, MemoryStore, RunEvent, SessionInfo, check_events, check_serializable, events_limit, run_conflict
+from .base import (
+    MAX_EVENTS_READ,
+    SEQ_STEP,
+    MemoryStore,
+    RunEvent,
+    SessionInfo,
+    check_events,
+    check_serializable,
+    events_limit,
+    page_limit,
+    run_conflict,
+)
 
 try:
     import sqlalchemy as sa
@@ -62,6 +81,12 @@ LATEST = (
 )
 LATEST_BEFORE = LATEST.where(_m.seq < sa.bindparam("before"))
 INSERT_MESSAGE = schema.messages.insert()
+# Sessions with their counts and last write, in (agent, session_id) order: the primary key's.
+SESSIONS = (
+    sa.select(_m.agent, _m.session_id, sa.func.count(), sa.func.max(_m.created_at_us))
+    .group_by(_m.agent, _m.session_id)
+    .order_by(_m.agent, _m.session_id)
+)
 _r = schema.runs.c
 RUN_COLUMNS = ("agent", "run_id", "session_id", "status", "version", "created_at", "finished_at", "data")
 # Every column bound by name, so a compiled statement names them all whatever a call passes.
@@ -262,16 +287,31 @@ class SQLStore(MemoryStore):
             return int(conn.execute(schema.messages.delete().where(key)).rowcount)
 
     def sessions(self, agent: str | None = None) -> list[SessionInfo]:
-        table = schema.messages
-        query = (
-            sa.select(table.c.agent, table.c.session_id, sa.func.count(), sa.func.max(table.c.created_at_us))
-            .group_by(table.c.agent, table.c.session_id)
-            .order_by(table.c.agent, table.c.session_id)
-        )
-        if agent is not None:
-            query = query.where(table.c.agent == agent)
+        query = SESSIONS if agent is None else SESSIONS.where(_m.agent == agent)
         with self._statement() as conn:
-            return [SessionInfo(a, s, int(n), _from_micros(last)) for a, s, n, last in conn.execute(query)]
+            return [_session_info(row) for row in conn.execute(query)]
+
+    def sessions_page(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> list[SessionInfo]:
+        query = self.sessions_page_query(agent, after, page_limit(limit))
+        with self._statement() as conn:
+            return [_session_info(row) for row in conn.execute(query)]
+
+    def sessions_page_query(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> Any:
+        """The statement :meth:`sessions_page` runs, for EXPLAIN in tests. Each form is one the
+        databases answer by walking the primary key from the cursor: a row comparison across
+        agents; within one agent, ``session_id > s``, or (a cursor in another agent) the
+        database's own comparison of the two agents, a constant it evaluates once."""
+        query = SESSIONS.limit(limit)
+        if agent is None:
+            if after is not None:
+                query = query.where(sa.tuple_(_m.agent, _m.session_id) > sa.tuple_(_text(after[0]), _text(after[1])))
+            return query
+        query = query.where(_m.agent == agent)
+        if after is None:
+            return query
+        if after[0] == agent:
+            return query.where(_m.session_id > after[1])
+        return query.where(_text(after[0]) < _text(agent))
 
     def fold(
         self,
@@ -588,6 +628,16 @@ def _configure_sqlite(engine: Engine) -> None:
         if write or write is None:  # None: not one of ours (create_all, a user's own statement)
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         # A read is a single SELECT, atomic without a transaction: no BEGIN/COMMIT round trips.
+
+
+def _session_info(row: Sequence[Any]) -> SessionInfo:
+    """A row of SESSIONS: agent, session_id, count, last write (µs)."""
+    return SessionInfo(row[0], row[1], int(row[2]), _from_micros(row[3]))
+
+
+def _text(value: str) -> Any:
+    """``value`` bound as a string, compared in the database's collation like the columns."""
+    return sa.literal(value, sa.String)
 
 
 def _session_key(agent: str, session_id: str) -> Any:

@@ -12,7 +12,7 @@ from ..messages import Message
 from ..run_record import RunRecord
 from ..stores.base import MemoryStore, SessionInfo
 from . import sqlite_file
-from .records import agents_of, dumps, event_batches, iter_lines, selected_sessions
+from .records import by_agent, dumps, event_batches, iter_lines, selected_sessions
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,11 @@ def export_jsonl(store: MemoryStore, out: TextIO | str | os.PathLike[str], *, ag
 
     ``out`` is an open text stream, or a path: the file appears whole or not at all.
     """
-    sessions = selected_sessions(store, agent, session_id)
+    sessions = _Counted(selected_sessions(store, agent, session_id))
     lines = iter_lines(store, sessions, agent, session_id)
     if not isinstance(out, (str, os.PathLike)):
-        return Exported(len(sessions), lines=_write_lines(lines, out))
+        written = _write_lines(lines, out)
+        return Exported(sessions.count, lines=written)
     target = Path(out)
     partial = target.with_name(target.name + ".partial")
     try:
@@ -43,16 +44,30 @@ def export_jsonl(store: MemoryStore, out: TextIO | str | os.PathLike[str], *, ag
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
-    return Exported(len(sessions), lines=count)
+    return Exported(sessions.count, lines=count)
 
 
 def export_sqlite(store: MemoryStore, path: str | os.PathLike[str], *, agent: str | None = None, session_id: str | None = None) -> Exported:
     """Write a new SQLite file (tables ``messages``, ``runs`` and ``run_events``); an existing file is refused with TransferError."""
-    sessions = selected_sessions(store, agent, session_id)
-    runs = _runs(store, sessions, agent, session_id)
-    events = (batch for record in _runs(store, sessions, agent, session_id) for batch in event_batches(store, record.agent, record.run_id))
-    counts = sqlite_file.write(Path(path), _messages(store, sessions), runs, events)
-    return Exported(len(sessions), messages=counts[0], runs=counts[1], events=counts[2])
+    sessions = _Counted(selected_sessions(store, agent, session_id))
+    agents: list[str] = []
+    messages = _messages(store, by_agent(sessions, agent), agents)
+    events = (batch for record in _runs(store, agents, session_id) for batch in event_batches(store, record.agent, record.run_id))
+    counts = sqlite_file.write(Path(path), messages, _runs(store, agents, session_id), events)
+    return Exported(sessions.count, messages=counts[0], runs=counts[1], events=counts[2])
+
+
+class _Counted:
+    """Sessions read once, as they come, counted."""
+
+    def __init__(self, sessions: Iterator[SessionInfo]) -> None:
+        self.sessions = sessions
+        self.count = 0
+
+    def __iter__(self) -> Iterator[SessionInfo]:
+        for info in self.sessions:
+            self.count += 1
+            yield info
 
 
 def _write_lines(lines: Iterator[dict[str, Any]], out: TextIO) -> int:
@@ -63,11 +78,16 @@ def _write_lines(lines: Iterator[dict[str, Any]], out: TextIO) -> int:
     return count
 
 
-def _messages(store: MemoryStore, sessions: list[SessionInfo]) -> Iterator[Message]:
-    for info in sessions:
-        yield from store.iter_history(info.agent, info.session_id, include_inactive=True)
+def _messages(store: MemoryStore, groups: Iterator[tuple[str, Iterator[SessionInfo]]], agents: list[str]) -> Iterator[Message]:
+    """Every message of the sessions, noting in ``agents`` each agent whose runs go too."""
+    for name, infos in groups:
+        agents.append(name)
+        for info in infos:
+            yield from store.iter_history(info.agent, info.session_id, include_inactive=True)
 
 
-def _runs(store: MemoryStore, sessions: list[SessionInfo], agent: str | None, session_id: str | None) -> Iterator[RunRecord]:
-    for name in agents_of(sessions, agent):
+def _runs(store: MemoryStore, agents: list[str], session_id: str | None) -> Iterator[RunRecord]:
+    """The runs of ``agents``, which the messages have listed by the time the first run is read
+    (``sqlite_file.write`` inserts every message first)."""
+    for name in agents:
         yield from store.list_runs(name, session_id=session_id)

@@ -94,14 +94,17 @@ def copy_store(
     progress: Progress | None = None,
 ) -> Report:
     """Copy sessions (all, one agent's, or one id's) and their run records from ``source`` into ``target``."""
-    sessions = selected_sessions(source, agent, session_id)
-    runs = [r for name in agents_of(sessions, agent) for r in source.list_runs(name, session_id=session_id)]
+    keys, total = [], 0  # the sessions' keys only: the listing is read a page at a time
+    for info in selected_sessions(source, agent, session_id):
+        keys.append((info.agent, info.session_id))
+        total += info.message_count
+    runs = [r for name in agents_of((a for a, _ in keys), agent) for r in source.list_runs(name, session_id=session_id)]
     restorer = Restorer(target, append=append, progress=progress)
-    restorer.check_free(((s.agent, s.session_id) for s in sessions), runs)
-    restorer.progress.start(sum(s.message_count for s in sessions) + len(runs))
+    restorer.check_free(keys, runs)
+    restorer.progress.start(total + len(runs))
     with _explained(restorer):
-        for info in sessions:
-            restorer.session(info.agent, info.session_id, source.iter_history(info.agent, info.session_id, include_inactive=True))
+        for name, session in keys:
+            restorer.session(name, session, source.iter_history(name, session, include_inactive=True))
         restorer.runs(runs)
         restorer.events(batch for agent, run_id in restorer.written_runs for batch in event_batches(source, agent, run_id))
     return restorer.verify()

@@ -20,6 +20,7 @@ run records, each with its events.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -110,16 +111,25 @@ class Counts:
 # --- reading a store -----------------------------------------------------------------
 
 
-def selected_sessions(store: MemoryStore, agent: str | None, session_id: str | None) -> list[SessionInfo]:
-    found = store.sessions(agent)
-    return [s for s in found if session_id is None or s.session_id == session_id]
+def selected_sessions(store: MemoryStore, agent: str | None, session_id: str | None) -> Iterator[SessionInfo]:
+    """The sessions an export or a copy takes, read from the store a page at a time, by agent then id."""
+    return (s for s in store.iter_sessions(agent) if session_id is None or s.session_id == session_id)
 
 
-def agents_of(sessions: Iterable[SessionInfo], agent: str | None) -> list[str]:
-    """The agents whose runs an export includes: the one asked for, or every agent with sessions."""
+def by_agent(sessions: Iterable[SessionInfo], agent: str | None) -> Iterator[tuple[str, Iterator[SessionInfo]]]:
+    """``sessions``, listed by agent as a store lists them, in one group per agent as they come:
+    the agent asked for (even with no sessions), or every agent that has sessions."""
+    if agent is not None:
+        yield agent, iter(sessions)
+        return
+    yield from itertools.groupby(sessions, key=lambda s: s.agent)
+
+
+def agents_of(agents: Iterable[str], agent: str | None) -> list[str]:
+    """The agents whose runs a copy includes: the one asked for, or every agent with sessions."""
     if agent is not None:
         return [agent]
-    return sorted({s.agent for s in sessions})
+    return sorted(set(agents))
 
 
 # --- reading an export ---------------------------------------------------------------
@@ -288,13 +298,12 @@ def _events(line: dict[str, Any], where: str) -> EventBatch:
     return agent, run_id, first, checked
 
 
-def iter_lines(store: MemoryStore, sessions: list[SessionInfo], agent: str | None, session_id: str | None) -> Iterator[dict[str, Any]]:
-    """Every line of an export of ``sessions``: per agent, its sessions' messages, then its runs."""
-    for name in agents_of(sessions, agent):
-        for info in sessions:
-            if info.agent == name:
-                for message in store.iter_history(name, info.session_id, include_inactive=True):
-                    yield message_line(message)
+def iter_lines(store: MemoryStore, sessions: Iterable[SessionInfo], agent: str | None, session_id: str | None) -> Iterator[dict[str, Any]]:
+    """Every line of an export of ``sessions`` (read once, as they come): per agent, its sessions' messages, then its runs."""
+    for name, infos in by_agent(sessions, agent):
+        for info in infos:
+            for message in store.iter_history(name, info.session_id, include_inactive=True):
+                yield message_line(message)
         for record in store.list_runs(name, session_id=session_id):
             yield run_line(record)
             for batch in event_batches(store, name, record.run_id):

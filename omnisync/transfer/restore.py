@@ -90,9 +90,9 @@ class Restorer:
     def check_free(self, sessions: Iterable[Key], runs: Sequence[RunRecord]) -> None:
         """Refuse, before anything is written, if the store already holds a session or run (unless appending)."""
         wanted = list(dict.fromkeys(sessions))
-        held: set[Key] = set()
+        asked, held = set(wanted), set[Key]()  # the store's sessions are read a page at a time, and only those asked for kept
         for agent in dict.fromkeys(a for a, _ in wanted):
-            held.update((s.agent, s.session_id) for s in self.store.sessions(agent))
+            held.update(key for key in ((s.agent, s.session_id) for s in self.store.iter_sessions(agent)) if key in asked)
         taken = [key for key in wanted if key in held]
         if self.append:
             for key in taken:
