@@ -69,24 +69,6 @@ def prune(store: MemoryStore, agent: str, retention_days: int | None) -> int:
 # --- a run's life ----------------------------------------------------------------------
 
 
-def create(
-    store: MemoryStore,
-    agent: str,
-    session_id: str,
-    *,
-    budget: dict[str, Any],
-    loaded_seq: tuple[int, int] | None,
-    lease_seconds: int,
-    run_id: str | None = None,
-    response_format: dict[str, Any] | None = None,
-) -> RunRecord:
-    """A new running record, leased to this process, saved."""
-    record = new_record(
-        agent, session_id, budget=budget, loaded_seq=loaded_seq, lease_seconds=lease_seconds, run_id=run_id, response_format=response_format
-    )
-    return store.save_run(record, expected_version=None)
-
-
 def new_record(
     agent: str,
     session_id: str,

@@ -83,6 +83,6 @@ def test_grant_and_cancel(monkeypatch):
 
 def test_a_running_run_with_a_live_lease_cannot_be_cancelled():
     with MemoryRouter("in_memory") as router:
-        record = run_state.create(router.store, "a", "s", budget={}, loaded_seq=None, lease_seconds=300)
+        record = router.store.save_run(run_state.new_record("a", "s", budget={}, loaded_seq=None, lease_seconds=300), expected_version=None)
         with pytest.raises(RunConflictError, match="is running"):
             run_state.cancel(router.store, "a", record.run_id, retention_days=1)

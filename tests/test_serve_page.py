@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from contextlib import contextmanager
 
 import pytest
 import requests
@@ -81,129 +82,117 @@ def test_the_page_and_its_files_are_served_without_a_token_and_hold_none(served)
     assert requests.get(base + "/agents", timeout=10).status_code == 401  # the page opens no door of the API
 
 
-def test_in_a_browser_a_message_streams_its_answer_shows_the_history_and_a_paused_call_is_approved(served, tmp_path):
+@contextmanager
+def browser_page(base: str, signed_in: bool = True, **options):
+    """A page of the served app in Debian's chromium (``signed_in``: the token already kept in
+    its tab, as for a person who connected once); yields the page and the errors its scripts raised."""
     browser_or_skip()
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=TIMEOUT_MS)
-    base, ledger = served
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1100, "height": 800})
+            page = browser.new_page(**options)
             page.set_default_timeout(TIMEOUT_MS)
             errors: list[str] = []
             page.on("pageerror", lambda error: errors.append(str(error)))
             page.goto(base + "/")
-
-            # Without a token the page says what the server answered.
-            expect(page.locator("#status")).to_contain_text("Unauthorized")
-            page.fill("#token", TOKEN)
-            page.click("#connect button")
-            expect(page.locator("#status")).to_have_text("connected: 2 agent(s)")
-            expect(page.locator("#agent")).to_have_value("assistant")
-            assert page.evaluate("sessionStorage.getItem('omnisync.token')") == TOKEN
-
-            page.fill("#session", "browser")
-            page.fill("#message", "My project is called Atlas and it ships on Friday.")
-            page.click("#send button")
-            answer = page.locator("#answer")
-            expect(answer).to_have_attribute("data-status", "completed")
-            expect(answer).to_have_text("echo: My project is called Atlas and it ships on Friday.")
-            assert int(answer.get_attribute("data-deltas") or 0) >= 3  # it arrived in pieces, as they were streamed
-            history = page.locator("#history .message")
-            expect(history).to_have_count(2)
-            expect(history.nth(0)).to_contain_text("My project is called Atlas")
-            expect(history.nth(1)).to_contain_text("echo: My project is called Atlas")
-            expect(page.locator("#sessions")).to_contain_text("browser (2)")
-
-            page.fill("#message", 'Clean up: use delete_file({"path": "/tmp/old.log"})')
-            page.click("#send button")
-            expect(answer).to_have_attribute("data-status", "awaiting_approval")
-            approval = page.locator("#approvals .approval")
-            expect(approval).to_contain_text('delete_file({"path": "/tmp/old.log"})')
-            assert ledger.read_text() == ""  # nothing ran before a person said yes
-            approval.get_by_role("button", name="Approve").click()
-            expect(answer).to_have_attribute("data-status", "completed")
-            expect(answer).to_have_text("Done: deleted /tmp/old.log")
-            expect(page.locator("#events")).to_contain_text("delete_file → deleted /tmp/old.log")
-            expect(history).to_have_count(6)  # two more user/assistant turns: the call, its result, the answer
-            expect(history.last).to_contain_text("Done: deleted /tmp/old.log")
-            assert ledger.read_text() == "delete_file /tmp/old.log\n"
-            assert re.fullmatch(r"run_\w+", page.locator("#run").inner_text())
-
-            screenshot = tmp_path / "serve-page.png"
-            page.screenshot(path=str(screenshot), full_page=True)
-            print(f"screenshot: {screenshot}")
-            assert screenshot.stat().st_size > 10_000
-            assert errors == []
+            if signed_in:
+                page.evaluate(f"sessionStorage.setItem('omnisync.token', {TOKEN!r})")
+                page.reload()  # the token kept in this tab is used at once
+                expect(page.locator("#status")).to_have_text("connected: 2 agent(s)")
+            yield page, errors
         finally:
             browser.close()
+
+
+def test_in_a_browser_a_message_streams_its_answer_shows_the_history_and_a_paused_call_is_approved(served, tmp_path):
+    base, ledger = served
+    with browser_page(base, signed_in=False, viewport={"width": 1100, "height": 800}) as (page, errors):
+        from playwright.sync_api import expect
+
+        # Without a token the page says what the server answered.
+        expect(page.locator("#status")).to_contain_text("Unauthorized")
+        page.fill("#token", TOKEN)
+        page.click("#connect button")
+        expect(page.locator("#status")).to_have_text("connected: 2 agent(s)")
+        expect(page.locator("#agent")).to_have_value("assistant")
+        assert page.evaluate("sessionStorage.getItem('omnisync.token')") == TOKEN
+
+        page.fill("#session", "browser")
+        page.fill("#message", "My project is called Atlas and it ships on Friday.")
+        page.click("#send button")
+        answer = page.locator("#answer")
+        expect(answer).to_have_attribute("data-status", "completed")
+        expect(answer).to_have_text("echo: My project is called Atlas and it ships on Friday.")
+        assert int(answer.get_attribute("data-deltas") or 0) >= 3  # it arrived in pieces, as they were streamed
+        history = page.locator("#history .message")
+        expect(history).to_have_count(2)
+        expect(history.nth(0)).to_contain_text("My project is called Atlas")
+        expect(history.nth(1)).to_contain_text("echo: My project is called Atlas")
+        expect(page.locator("#sessions")).to_contain_text("browser (2)")
+
+        page.fill("#message", 'Clean up: use delete_file({"path": "/tmp/old.log"})')
+        page.click("#send button")
+        expect(answer).to_have_attribute("data-status", "awaiting_approval")
+        approval = page.locator("#approvals .approval")
+        expect(approval).to_contain_text('delete_file({"path": "/tmp/old.log"})')
+        assert ledger.read_text() == ""  # nothing ran before a person said yes
+        approval.get_by_role("button", name="Approve").click()
+        expect(answer).to_have_attribute("data-status", "completed")
+        expect(answer).to_have_text("Done: deleted /tmp/old.log")
+        expect(page.locator("#events")).to_contain_text("delete_file → deleted /tmp/old.log")
+        expect(history).to_have_count(6)  # two more user/assistant turns: the call, its result, the answer
+        expect(history.last).to_contain_text("Done: deleted /tmp/old.log")
+        assert ledger.read_text() == "delete_file /tmp/old.log\n"
+        assert re.fullmatch(r"run_\w+", page.locator("#run").inner_text())
+
+        screenshot = tmp_path / "serve-page.png"
+        page.screenshot(path=str(screenshot), full_page=True)
+        print(f"screenshot: {screenshot}")
+        assert screenshot.stat().st_size > 10_000
+        assert errors == []
 
 
 def test_in_a_browser_a_denied_call_does_not_run(served):
-    browser_or_skip()
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=TIMEOUT_MS)
     base, ledger = served
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(base + "/")
-            page.evaluate(f"sessionStorage.setItem('omnisync.token', {TOKEN!r})")
-            page.reload()  # the token kept in this tab is used at once
-            expect(page.locator("#status")).to_have_text("connected: 2 agent(s)")
-            page.fill("#message", 'use delete_file({"path": "/etc/passwd"})')
-            page.click("#send button")
-            page.locator("#approvals").get_by_role("button", name="Deny").click()
-            expect(page.locator("#answer")).to_have_attribute("data-status", "completed")
-            expect(page.locator("#answer")).to_contain_text("Done:")
-            assert ledger.read_text() == ""
-        finally:
-            browser.close()
+    with browser_page(base) as (page, errors):
+        from playwright.sync_api import expect
+
+        page.fill("#message", 'use delete_file({"path": "/etc/passwd"})')
+        page.click("#send button")
+        page.locator("#approvals").get_by_role("button", name="Deny").click()
+        expect(page.locator("#answer")).to_have_attribute("data-status", "completed")
+        expect(page.locator("#answer")).to_contain_text("Done:")
+        assert ledger.read_text() == ""
+        assert errors == []
 
 
 def test_in_a_browser_a_run_that_reached_its_budget_is_granted_more_and_finishes(served):
-    browser_or_skip()
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=TIMEOUT_MS)
     base, ledger = served
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            errors: list[str] = []
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(base + "/")
-            page.evaluate(f"sessionStorage.setItem('omnisync.token', {TOKEN!r})")
-            page.reload()
-            expect(page.locator("#status")).to_have_text("connected: 2 agent(s)")
-            page.select_option("#agent", "frugal")
-            page.fill("#message", 'use lookup({"city": "Oslo"}) use lookup({"city": "Rome"})')
-            page.click("#send button")
-            answer = page.locator("#answer")
-            expect(answer).to_have_attribute("data-status", "awaiting_budget")
-            budget = page.locator("#approvals .budget")
-            expect(budget).to_contain_text("max_tool_calls: 1 used of 1 allowed")
-            assert ledger.read_text() == "lookup Oslo\n"
-            more = budget.get_by_label("how many more")
-            more.fill("0")
-            budget.get_by_role("button", name="Grant and resume").click()  # the browser refuses it: nothing is sent
-            assert more.evaluate("input => input.validity.rangeUnderflow")
-            run_id = page.locator("#run").inner_text()
-            record = requests.get(f"{base}/agents/frugal/runs/{run_id}", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()
-            assert record["status"] == "awaiting_budget" and record["budget"]["max_tool_calls"] == 1
-            more.fill("1")
-            budget.get_by_role("button", name="Grant and resume").click()
-            expect(answer).to_have_attribute("data-status", "completed")
-            expect(page.locator("#events")).to_contain_text("lookup → sunny in Rome")
-            assert ledger.read_text() == "lookup Oslo\nlookup Rome\n"
-            expect(page.locator("#approvals")).to_be_empty()
-            assert errors == []
-        finally:
-            browser.close()
+    with browser_page(base) as (page, errors):
+        from playwright.sync_api import expect
+
+        page.select_option("#agent", "frugal")
+        page.fill("#message", 'use lookup({"city": "Oslo"}) use lookup({"city": "Rome"})')
+        page.click("#send button")
+        answer = page.locator("#answer")
+        expect(answer).to_have_attribute("data-status", "awaiting_budget")
+        budget = page.locator("#approvals .budget")
+        expect(budget).to_contain_text("max_tool_calls: 1 used of 1 allowed")
+        assert ledger.read_text() == "lookup Oslo\n"
+        more = budget.get_by_label("how many more")
+        more.fill("0")
+        budget.get_by_role("button", name="Grant and resume").click()  # the browser refuses it: nothing is sent
+        assert more.evaluate("input => input.validity.rangeUnderflow")
+        run_id = page.locator("#run").inner_text()
+        record = requests.get(f"{base}/agents/frugal/runs/{run_id}", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()
+        assert record["status"] == "awaiting_budget" and record["budget"]["max_tool_calls"] == 1
+        more.fill("1")
+        budget.get_by_role("button", name="Grant and resume").click()
+        expect(answer).to_have_attribute("data-status", "completed")
+        expect(page.locator("#events")).to_contain_text("lookup → sunny in Rome")
+        assert ledger.read_text() == "lookup Oslo\nlookup Rome\n"
+        expect(page.locator("#approvals")).to_be_empty()
+        assert errors == []
