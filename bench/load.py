@@ -116,12 +116,11 @@ def _clean(kind: str, router: Any, namespace: str, agent_name: str) -> None:
                 node_client.delete(key)
         return
     store.clear(agent_name)
-    import sqlalchemy as sa
 
     from omnisync.stores import sql_schema
 
     with store.engine.begin() as conn:
-        for table in (sql_schema.runs, sql_schema.sessions):
+        for table in (sql_schema.runs, sql_schema.run_events, sql_schema.sessions):
             conn.execute(table.delete().where(table.c.agent == agent_name))
 
 
