@@ -369,7 +369,7 @@ class _Feed:
         items = [first]
         while not self._queue.empty():
             items.append(self._queue.get_nowait())
-        events = []
+        events: list[Any] = []
         for kind, item in items:
             if kind == "error":
                 self.ended = True
