@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Local test servers for omnisync: Redis, a Redis Cluster (three masters with a
-# replica each), PostgreSQL, PgBouncer in front of it (transaction pooling) and
-# FerretDB (MongoDB wire protocol), all bound to 127.0.0.1, none run through systemd.
+# replica each), PostgreSQL, PgBouncer in front of it (transaction pooling, and
+# statement pooling under a second database name) and FerretDB (MongoDB wire
+# protocol), all bound to 127.0.0.1, none run through systemd.
 #
 #   scripts/services.sh start    install what is missing, start, wait, print exports
 #   scripts/services.sh stop     stop them all
@@ -29,6 +30,7 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 PG_ROLE=omnisync
 PG_PASSWORD=omnisync
 PG_DB=omnisync_test
+PGB_STATEMENT_DB=${PG_DB}_statement  # PgBouncer's name for PG_DB in statement pooling mode
 
 REDIS_DIR="$STATE_DIR/redis"
 CLUSTER_DIR="$STATE_DIR/redis-cluster"
@@ -287,7 +289,9 @@ stop_postgres() {
 # In front of the PostgreSQL above, in transaction pooling mode: each transaction
 # may run on a different server connection, so nothing that lives in a server
 # session (prepared statements, SET, advisory session locks) carries over. Any
-# database name is passed through to the server's database of that name.
+# database name is passed through to the server's database of that name, except
+# PGB_STATEMENT_DB: PG_DB again, in statement pooling mode, which refuses every
+# transaction of more than one statement (what `omnisync doctor` must catch).
 
 PGB_DIR= PGB_INI= PGB_PID= PGB_LOG=
 resolve_pgb_dir() {
@@ -298,23 +302,21 @@ resolve_pgb_dir() {
     PGB_LOG="$PGB_DIR/pgbouncer.log"
 }
 
-pgbouncer_app_ok() {
-    PGPASSWORD="$PG_PASSWORD" psql -X -q -h "$HOST" -p "$PGBOUNCER_PORT" -U "$PG_ROLE" -d "$PG_DB" \
+pgbouncer_db_ok() {
+    PGPASSWORD="$PG_PASSWORD" psql -X -q -h "$HOST" -p "$PGBOUNCER_PORT" -U "$PG_ROLE" -d "$1" \
         -tAc 'select 1' 2>/dev/null | grep -q 1
 }
+pgbouncer_app_ok() { pgbouncer_db_ok "$PG_DB"; }
+pgbouncer_statement_ok() { pgbouncer_db_ok "$PGB_STATEMENT_DB"; }
 
-start_pgbouncer() {
-    command -v pgbouncer >/dev/null || apt_install pgbouncer
-    resolve_pgb_dir
-    if tcp_open "$PGBOUNCER_PORT"; then
-        log "pgbouncer already up on port $PGBOUNCER_PORT"
-    else
-        mkdir -p "$PGB_DIR"
-        cat >"$PGB_DIR/userlist.txt" <<EOF2
+write_pgbouncer_config() {
+    mkdir -p "$PGB_DIR"
+    cat >"$PGB_DIR/userlist.txt" <<EOF2
 "$PG_ROLE" "$PG_PASSWORD"
 EOF2
-        cat >"$PGB_INI" <<EOF2
+    cat >"$PGB_INI" <<EOF2
 [databases]
+$PGB_STATEMENT_DB = host=$HOST port=$PG_PORT dbname=$PG_DB pool_mode=statement
 * = host=$HOST port=$PG_PORT
 
 [pgbouncer]
@@ -329,14 +331,35 @@ default_pool_size = 20
 logfile = $PGB_LOG
 pidfile = $PGB_PID
 EOF2
-        chown -R postgres:postgres "$PGB_DIR"
-        chmod 600 "$PGB_DIR/userlist.txt"
+    chown -R postgres:postgres "$PGB_DIR"
+    chmod 600 "$PGB_DIR/userlist.txt"
+}
+
+start_pgbouncer() {
+    command -v pgbouncer >/dev/null || apt_install pgbouncer
+    resolve_pgb_dir
+    local pid
+    if tcp_open "$PGBOUNCER_PORT"; then
+        log "pgbouncer already up on port $PGBOUNCER_PORT"
+        pid=$(cat "$PGB_PID" 2>/dev/null || true)
+        if ! grep -q "^$PGB_STATEMENT_DB = " "$PGB_INI" 2>/dev/null && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            # Started from an older config, without the statement pooling name (not
+            # probed: a failed login to it would hold the next one for 15 s).
+            # SIGHUP rereads pgbouncer.ini, [databases] included, and drops no client.
+            write_pgbouncer_config
+            kill -HUP "$pid"
+            log "pgbouncer reloaded with $PGB_STATEMENT_DB (statement pooling)"
+        fi
+    else
+        write_pgbouncer_config
         rm -f "$PGB_PID"
         runuser -u postgres -- pgbouncer -d "$PGB_INI" >&2 </dev/null 9>&- ||
             { tail -n 30 "$PGB_LOG" >&2 2>/dev/null; die "pgbouncer failed to start"; }
     fi
     wait_until pgbouncer "$PGB_LOG" pgbouncer_app_ok ||
         die "cannot reach $PG_DB through pgbouncer on port $PGBOUNCER_PORT as $PG_ROLE"
+    wait_until "pgbouncer's $PGB_STATEMENT_DB" "$PGB_LOG" pgbouncer_statement_ok ||
+        die "cannot reach $PGB_STATEMENT_DB through pgbouncer on port $PGBOUNCER_PORT (not started by this script? $SELF stop, then start)"
 }
 
 stop_pgbouncer() {
@@ -456,6 +479,7 @@ print_env() {
     echo "export REDIS_CLUSTER_URL=redis+cluster://$HOST:$REDIS_CLUSTER_PORT/"
     echo "export DATABASE_URL_POSTGRES=postgresql+psycopg://$PG_ROLE:$PG_PASSWORD@$HOST:$PG_PORT/$PG_DB"
     echo "export DATABASE_URL_PGBOUNCER=postgresql+psycopg://$PG_ROLE:$PG_PASSWORD@$HOST:$PGBOUNCER_PORT/$PG_DB"
+    echo "export DATABASE_URL_PGBOUNCER_STATEMENT=postgresql+psycopg://$PG_ROLE:$PG_PASSWORD@$HOST:$PGBOUNCER_PORT/$PGB_STATEMENT_DB"
     echo "export MONGODB_URI=mongodb://$HOST:$MONGO_PORT/"
 }
 
@@ -469,6 +493,8 @@ status() {
     echo "postgres  $s  $HOST:$PG_PORT"
     if command -v psql >/dev/null && pgbouncer_app_ok; then s=up; else s=down; rc=1; fi
     echo "pgbouncer $s  $HOST:$PGBOUNCER_PORT"
+    if command -v psql >/dev/null && pgbouncer_statement_ok; then s=up; else s=down; rc=1; fi
+    echo "pgbouncer $s  $HOST:$PGBOUNCER_PORT/$PGB_STATEMENT_DB (statement pooling)"
     if tcp_open "$MONGO_PORT"; then s=up; else s=down; rc=1; fi
     echo "ferretdb  $s  $HOST:$MONGO_PORT"
     return $rc

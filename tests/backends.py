@@ -59,6 +59,14 @@ def pgbouncer_url() -> str:
     return url  # type: ignore[return-value]
 
 
+def pgbouncer_statement_url() -> str:
+    """The same database through the same PgBouncer, under a name it pools in statement mode."""
+    url = os.environ.get("DATABASE_URL_PGBOUNCER_STATEMENT")
+    if WITHOUT_SERVERS or not url:
+        unreachable("PostgreSQL through PgBouncer in statement pooling mode", "DATABASE_URL_PGBOUNCER_STATEMENT is not set")
+    return url  # type: ignore[return-value]
+
+
 def mongodb_uri() -> str:
     url = os.environ.get("MONGODB_URI")
     if WITHOUT_SERVERS or not url:

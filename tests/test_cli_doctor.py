@@ -12,13 +12,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 import backends
 from omnisync.doctor import FAIL, OK, WARN, Report
 from omnisync.doctor.measure import judge_clock, judge_latency, judge_version
 from omnisync.stores import sql_schema
 from omnisync.stores.sql import SQLStore
-from test_cli import cli, environment
+from test_cli import assert_one_line_failure, cli, environment
 
 PASSWORD = "s3cr3t-doctor-pw"
 
@@ -138,6 +139,40 @@ def test_pgbouncer_is_detected_and_its_mode_judged():
     assert checks["topology"][0] == "ok"
     assert "PgBouncer" in checks["topology"][1] and "pooling mode" in checks["topology"][1]
     assert checks["reachable"][0] == checks["server"][0] == "ok"
+
+
+@pytest.mark.backend("pgbouncer")
+def test_pgbouncer_in_statement_pooling_mode_fails_with_the_fix():
+    url = backends.pgbouncer_statement_url()
+    password = f":{make_url(url).password}@"
+    status, checks, output = doctor(url)
+    assert status == 1, checks
+    assert statuses(checks) == {"reachable": "ok", "topology": "FAIL"}
+    assert "logged in at " in checks["reachable"][1]
+    topology = checks["topology"][1]
+    assert "PgBouncer in statement pooling mode (transaction blocks not allowed in statement pooling mode)" in topology
+    assert "omnisync needs transactions of several" in topology
+    assert "fix: set pool_mode = transaction in pgbouncer.ini" in topology
+    assert ":***@" in output and password not in output
+
+    result = cli("doctor", "--url", url, "--json", env=environment())
+    report = json.loads(result.stdout)
+    assert result.returncode == 1 and report["ok"] is False
+    assert [(check["name"], check["status"]) for check in report["checks"]] == [("reachable", OK), ("topology", FAIL)]
+    topology_check = report["checks"][1]
+    assert "PgBouncer in statement pooling mode" in topology_check["detail"]
+    assert topology_check["fix"].startswith("set pool_mode = transaction in pgbouncer.ini")
+    assert password not in result.stdout
+
+
+@pytest.mark.backend("pgbouncer")
+def test_the_other_commands_through_statement_pooling_say_what_to_change():
+    url = backends.pgbouncer_statement_url()
+    for command in (["sessions"], ["import", "-"]):  # one only reads, one opens the store to write
+        result = cli("--url", url, *command, env=environment(), stdin="")
+        assert_one_line_failure(result)
+        assert "is behind a pooler in statement pooling mode: set pool_mode = transaction in pgbouncer.ini" in result.stderr, result.stderr
+        assert "reload PgBouncer" in result.stderr  # within the 300 characters the command line shows
 
 
 # --- Redis and Redis Cluster ----------------------------------------------------------

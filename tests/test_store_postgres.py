@@ -157,6 +157,18 @@ def test_through_pgbouncer_the_statement_timeout_is_left_to_the_server_with_a_wa
     assert "omnisync:***@" in refusals[0].getMessage()
 
 
+@pytest.mark.backend("pgbouncer")
+def test_through_statement_pooling_the_store_does_not_open_and_says_what_to_change():
+    url = backends.pgbouncer_statement_url()
+    with pytest.raises(StoreError) as refused:
+        SQLStore(url)
+    message = str(refused.value)
+    assert message.startswith("SQL store postgresql+psycopg://omnisync:***@")
+    assert "is behind a pooler in statement pooling mode: set pool_mode = transaction in pgbouncer.ini" in message
+    assert message.endswith("omnisync needs transactions of several statements (transaction blocks not allowed in statement pooling mode)")
+    assert f":{sa.engine.make_url(url).password}@" not in message
+
+
 @pytest.mark.parametrize("find_url", [postgres_url, pgbouncer_url], ids=["direct", "pgbouncer"])
 def test_several_processes_creating_the_schema_at_once_all_succeed(find_url):
     base = _reachable("PostgreSQL", find_url())

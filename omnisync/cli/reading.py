@@ -76,7 +76,10 @@ def _check_sql(url: str, timeout: float) -> None:
         with engine.connect() as conn:
             holds_store = sa.inspect(conn).has_table(schema_info.name)
     except SQLAlchemyError as exc:
-        raise CommandError(f"cannot open {shown}: {_first_line(getattr(exc, 'orig', None) or exc)}") from None
+        from ..stores.postgres_pooling import statement_pooling_error
+
+        message = statement_pooling_error(shown, exc) or f"cannot open {shown}: {_first_line(getattr(exc, 'orig', None) or exc)}"
+        raise CommandError(message) from None
     finally:
         engine.dispose()
     if not holds_store:

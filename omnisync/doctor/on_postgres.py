@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from .measure import clock_offset_s, judge_clock, judge_latency, judge_version
-from .pooler import judge_pooler
+from .pooler import judge_pooler, judge_statement_pooler
 from .reach import explain
 from .report import FAIL, OK, Report
 from .schema import judge_sql_schema
@@ -28,6 +28,8 @@ def check_postgres(report: Report, url: str, timeout: float) -> None:
         try:
             conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         except SQLAlchemyError as exc:
+            if judge_statement_pooler(report, exc, where, parsed, timeout):
+                return
             happened, fix = explain(getattr(exc, "orig", None) or exc, where, timeout, (parsed.password,))
             report.add("reachable", FAIL, happened, fix)
             return

@@ -5,7 +5,10 @@ Three probes, none of which changes anything:
 - PgBouncer's admin console (database ``pgbouncer``) tells PgBouncer apart: it answers "not
   allowed" to a user who is not one of its admin or stats users, and ``SHOW CONFIG`` to one who is.
   PostgreSQL itself would say the database does not exist.
-- A transaction of two statements: statement pooling refuses it, and omnisync's writes need it.
+- A transaction of two statements: statement pooling refuses it, and omnisync needs it. With
+  psycopg a statement pooler refuses the connection already (SQLAlchemy's set-up of a new
+  connection is a transaction of several statements): :func:`judge_statement_pooler` then
+  reports the login as reachable and the pooler as the failure, with its fix.
 - Two client connections, one after the other while the first stays open: in transaction
   pooling the second is handed the server connection the first just gave back (the same
   ``pg_backend_pid()``), which session pooling never does.
@@ -18,13 +21,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
+from ..stores.postgres_pooling import STATEMENT_POOLING_FIX, STATEMENT_POOLING_WHY, statement_pooling_refusal
 from .report import FAIL, OK, WARN, Report
 
-_STATEMENT_MODE = (
-    "statement pooling ends every transaction after one statement, and omnisync's writes are transactions of "
-    "several (an append locks its session's counter row, then inserts the messages)"
-)
-_STATEMENT_FIX = "set pool_mode = transaction for this database in pgbouncer.ini (in [databases]: mydb = ... pool_mode=transaction), then reload"
 _TIMEOUT_FIX = "ALTER ROLE {user} SET statement_timeout = '30s' (the pooler's server connections take it), or set query_timeout in pgbouncer.ini"
 
 
@@ -32,7 +31,7 @@ def judge_pooler(report: Report, engine: Any, conn: Any, url: "sa.engine.URL", t
     name, mode = _admin_console(url, timeout)
     refused = _refuses_transactions(engine)
     if refused:
-        report.add("topology", FAIL, f"{name or 'a pooler'} in statement pooling mode: {_STATEMENT_MODE} ({refused})", _STATEMENT_FIX)
+        _statement_pooling(report, name, refused)
         return
     if mode is None:
         shared = _shares_server_connections(engine, conn)
@@ -41,7 +40,7 @@ def judge_pooler(report: Report, engine: Any, conn: Any, url: "sa.engine.URL", t
     else:
         seen = "from its SHOW CONFIG"
     if mode == "statement":
-        report.add("topology", FAIL, f"{name} pool_mode = statement: {_STATEMENT_MODE}", _STATEMENT_FIX)
+        _statement_pooling(report, name, "its SHOW CONFIG says pool_mode = statement")
         return
     who = name or "a proxy or port mapping (not PgBouncer: its admin console did not answer)"
     report.add(
@@ -58,6 +57,20 @@ def judge_pooler(report: Report, engine: Any, conn: Any, url: "sa.engine.URL", t
             "no statement_timeout on the server connections: behind a pooler omnisync's own bound is not set, so a hung statement holds its run until the link drops",
             _TIMEOUT_FIX.format(user=user),
         )
+
+
+def judge_statement_pooler(report: Report, exc: BaseException, where: str, url: "sa.engine.URL", timeout: float) -> bool:
+    """Whether the connection failed because a statement pooler refused it (then reported), or for another reason."""
+    refused = statement_pooling_refusal(exc)
+    if refused is None:
+        return False
+    report.add("reachable", OK, f"logged in at {where}; what answers there refuses transactions (below), so nothing else can be checked")
+    _statement_pooling(report, _admin_console(url, timeout)[0], refused)
+    return True
+
+
+def _statement_pooling(report: Report, name: str | None, seen: str) -> None:
+    report.add("topology", FAIL, f"{name or 'a pooler'} in statement pooling mode ({seen}): {STATEMENT_POOLING_WHY}", STATEMENT_POOLING_FIX)
 
 
 def _admin_console(url: "sa.engine.URL", timeout: float) -> tuple[str | None, str | None]:

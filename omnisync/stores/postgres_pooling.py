@@ -19,6 +19,11 @@ lives in a server session survives from one transaction to the next. For the SQL
 - Schema creation is serialized by ``pg_advisory_xact_lock`` inside its own transaction
   (see ``SQLStore._ensure_schema``): a transaction-scoped lock, the only kind a
   transaction pooler keeps, so several processes can create the tables at once.
+
+A pooler in statement pooling mode is not supported: it refuses any transaction of more
+than one statement, and the store needs some (even SQLAlchemy's set-up of a new connection
+is one). Its refusal is turned into an error that says so and what to change
+(:func:`statement_pooling_refusal`), for the store and ``omnisync doctor`` alike.
 """
 
 from __future__ import annotations
@@ -31,6 +36,32 @@ from sqlalchemy import event  # imported by sql.py only, after it has named a mi
 from sqlalchemy.engine import URL, Engine
 
 _REFUSED = "unsupported startup parameter: options"
+_STATEMENT_POOLING = "statement pooling mode"  # PgBouncer: "transaction blocks not allowed in statement pooling mode"
+
+STATEMENT_POOLING_WHY = (
+    "statement pooling ends every transaction after one statement, and omnisync needs transactions of several "
+    "(a new connection's set-up, the schema's creation, a summary that replaces the messages it folds)"
+)
+STATEMENT_POOLING_FIX = (
+    "set pool_mode = transaction in pgbouncer.ini (in [pgbouncer], or per database: mydb = ... pool_mode=transaction) "
+    "and reload PgBouncer"
+)
+
+
+def statement_pooling_refusal(exc: BaseException) -> str | None:
+    """The pooler's words when ``exc`` (the driver's error, or SQLAlchemy's around it) is a pooler in
+    statement pooling mode refusing a transaction, else None."""
+    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return lines[0] if lines and _STATEMENT_POOLING in lines[0] else None
+
+
+def statement_pooling_error(where: str, exc: BaseException) -> str | None:
+    """What to tell a user whose ``where`` (a store, a URL) met a statement pooler, else None.
+    The fix comes before the pooler's words: the command line shows an error's first 300 characters."""
+    refused = statement_pooling_refusal(exc)
+    if refused is None:
+        return None
+    return f"{where} is behind a pooler in statement pooling mode: {STATEMENT_POOLING_FIX}; omnisync needs transactions of several statements ({refused})"
 
 
 def connect_args(url: "URL") -> dict[str, Any]:

@@ -713,7 +713,8 @@ def _store_errors(where: str) -> Iterator[None]:
         yield
     except SQLAlchemyError as exc:
         logger.debug("%s failed: %s", where, exc)
-        raise StoreError(f"{where} failed: {exc.__class__.__name__}: {exc}") from exc
+        message = postgres_pooling.statement_pooling_error(where, exc) or f"{where} failed: {exc.__class__.__name__}: {exc}"
+        raise StoreError(message) from exc
 
 
 def _postgres_waits(connect_timeout: float, timeout: float) -> dict[str, Any]:
