@@ -185,7 +185,7 @@ class AgentStream(EventStream):
                     break
             else:
                 outcome = reply.completion
-        except OmnisyncError:
+        except Exception:  # close() from another thread can break the read in any way (urllib3 may find its socket gone)
             if not self._stopping.is_set():
                 reply.close()
                 self._reply = None

@@ -150,7 +150,8 @@ def test_pgbouncer_in_statement_pooling_mode_fails_with_the_fix():
     assert statuses(checks) == {"reachable": "ok", "topology": "FAIL"}
     assert "logged in at " in checks["reachable"][1]
     topology = checks["topology"][1]
-    assert "PgBouncer in statement pooling mode (transaction blocks not allowed in statement pooling mode)" in topology
+    assert "PgBouncer in statement pooling mode (" in topology  # then the driver's words, which differ between psycopg versions
+    assert "transaction blocks not allowed in statement pooling mode)" in topology
     assert "omnisync needs transactions of several" in topology
     assert "fix: set pool_mode = transaction in pgbouncer.ini" in topology
     assert ":***@" in output and password not in output
