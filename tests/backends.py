@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -107,15 +108,29 @@ def database(url: str, name: str) -> str:
 def fresh_database(url: str) -> Iterator[str]:
     """A database of this test's own on ``url``'s server, dropped afterwards: nothing another
     test (or another session's test run) deletes can reach it."""
-    import sqlalchemy as sa
-
     name = f"omnisync_t_{uuid.uuid4().hex[:12]}"
     own = database(url, name)
     try:
         yield own
     finally:
-        with autocommit(url) as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        _drop_database(url, name)
+
+
+def _drop_database(url: str, name: str, seconds: float = 10.0) -> None:
+    """DROP ... WITH (FORCE), tried again while the server refuses: it cannot end a process of
+    another role (an autovacuum worker on the new database), which ends by itself soon."""
+    import sqlalchemy as sa
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with autocommit(url) as conn:
+                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            return
+        except sa.exc.ProgrammingError as exc:
+            if "must be a member of the role" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def forget_agent(kind: str, url: str, agent: str) -> None:
