@@ -199,6 +199,8 @@ def test_cors_answers_only_the_origins_given(base, model_url):
         ("GET", "/agents/a/runs?status=sleeping", {}, 422, "ConfigurationError"),
         ("GET", "/agents/a/runs?colour=red", {}, 422, "ConfigurationError"),
         ("GET", "/agents/a/sessions/s/messages?include_inactive=maybe", {}, 422, "ConfigurationError"),
+        ("GET", "/agents/a/sessions/s/messages?include_inactive=true&include_inactive=false", {}, 422, "ConfigurationError"),
+        ("GET", "/agents/a/runs?limit=5&limit=500", {}, 422, "ConfigurationError"),
         ("GET", "/agents/a/runs/run_missing", {}, 404, "RunNotFoundError"),
         ("POST", "/agents/a/runs/run_missing/resume", {}, 404, "RunNotFoundError"),
         ("POST", "/agents/a/runs/run_missing/cancel", {}, 404, "RunNotFoundError"),

@@ -155,6 +155,7 @@ def test_a_worker_killed_mid_run_leaves_a_run_another_resumes_after_its_lease(ba
         assert next(events)[:2] == ("2", "tool_call")
         os.kill(victim.pid, signal.SIGKILL)  # in the middle of the slow tool
         victim.communicate(timeout=30)
+        response.close()  # its server is gone; an open socket left to the collector fails another test
 
         followed: list = []
         follower = follow(two, f"/agents/{agent}/runs/{run_id}/events", followed)

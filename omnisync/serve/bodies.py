@@ -103,6 +103,9 @@ def only_params(request: Request, *allowed: str) -> None:
     unknown = [key for key in request.query_params if key not in allowed]
     if unknown:
         raise ConfigurationError(f"unknown query parameter(s): {', '.join(unknown)}; allowed: {', '.join(allowed) or '(none)'}")
+    repeated = sorted({key for key, _ in request.query_params.multi_items() if len(request.query_params.getlist(key)) > 1})
+    if repeated:
+        raise ConfigurationError(f"query parameter(s) given more than once: {', '.join(repeated)}; give each once")
 
 
 def encode_cursor(position: list[str]) -> str:
