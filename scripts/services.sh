@@ -440,7 +440,18 @@ ferretdb_supervisor() {
     done
 }
 
+# The build is CPU work and apt-get waits on the network: on a fresh machine they overlap.
+FERRET_BUILD_PID=
+build_ferretdb_in_background() {
+    tcp_open "$MONGO_PORT" && return
+    build_ferretdb &
+    FERRET_BUILD_PID=$!
+}
+
 start_ferretdb() {
+    if [ -n "$FERRET_BUILD_PID" ]; then
+        wait "$FERRET_BUILD_PID" || die "build of FerretDB $FERRETDB_VERSION failed (see above)"
+    fi
     if tcp_open "$MONGO_PORT"; then
         log "ferretdb already up on port $MONGO_PORT"
         wait_until ferretdb "$FERRET_LOG" ferret_up || die "port $MONGO_PORT is open but does not answer MongoDB ping"
@@ -503,6 +514,7 @@ status() {
 case "${1:-}" in
     start)
         lock_state_dir
+        build_ferretdb_in_background
         start_redis
         start_redis_cluster
         start_postgres

@@ -92,6 +92,8 @@ def test_the_pythons_ci_runs_are_the_ones_the_metadata_claims():
     noxfile = (ROOT / "noxfile.py").read_text()
     tested = re.search(r"^PYTHONS = (\[.*?\])", noxfile, re.M)
     assert tested and json.loads(tested.group(1)) == claimed == ["3.10", "3.11", "3.12", "3.13"]
+    # the tests session runs all but the lowest, which the lowest session runs whole
+    assert "LOWEST_PYTHON = PYTHONS[0]" in noxfile and "@nox.session(python=LOWEST_PYTHON)\ndef lowest(" in noxfile
     assert config["options"]["python_requires"] == f">={claimed[0]}"
 
 
