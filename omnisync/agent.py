@@ -11,10 +11,11 @@ from ._logging import logger
 from .agent_config import AgentConfig
 from .errors import ConfigurationError
 from .model.client import ChatClient
+from .messages import Message
 from .model.config import ModelConfig
 from .prompt import PromptBuilder
 from .output import OutputType
-from .results import HistoryMessage, Preview, RunRecordDict, RunResult, SessionUsage
+from .results import HistoryMessage, HistoryPage, Preview, RunRecordDict, RunResult, SessionUsage
 from .router import MemoryRouter
 from .run_events import RunSteps, run_to_end
 from .run_record import RUN_STATUSES
@@ -227,15 +228,26 @@ class OmniCoreAgent:
         session_id = _check_session_id(session_id)
         self._summarizer.wait(session_id)
         messages = self._store().history(self.name, session_id, include_inactive=include_inactive)
-        if not include_inactive:
-            return [cast(HistoryMessage, m.to_chat()) for m in messages]
-        return [
-            cast(
-                HistoryMessage,
-                {**m.to_chat(), "status": m.status, "seq": m.seq, "summary": m.is_summary, "partial": bool(m.metadata.get("partial"))},
-            )
-            for m in messages
-        ]
+        return [_history_entry(m, include_inactive) for m in messages]
+
+    def get_session_history_page(
+        self, session_id: str, *, cursor: str | None = None, limit: int = 100, include_inactive: bool = False
+    ) -> HistoryPage:
+        """Up to ``limit`` messages of the session, oldest first, after ``cursor`` (None: from the
+        start), and the ``next_cursor`` to pass for the page after this one (None on the last).
+
+        One bounded read however long the session is: page through a long history without
+        holding it. A message appended meanwhile shows on a later page; none shows twice.
+        """
+        session_id = _check_session_id(session_id)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError(f"limit must be a whole number of messages, at least 1, not {limit!r}")
+        after = _history_cursor(cursor)
+        self._summarizer.wait(session_id)
+        messages = self._store().history_page(self.name, session_id, after, limit + 1, include_inactive=include_inactive)
+        page = messages[:limit]
+        next_cursor = str(page[-1].seq) if len(messages) > limit else None
+        return {"messages": [_history_entry(m, include_inactive) for m in page], "next_cursor": next_cursor}
 
     def clear_session_history(self, session_id: str | None = None) -> int:
         """Forget one session, or with no id every session of this agent; return how many messages went."""
@@ -311,3 +323,19 @@ def _check_run_id(run_id: Any) -> str:
     if not isinstance(run_id, str) or not run_id:
         raise ConfigurationError(f"run_id must be the string a run returned, not {run_id!r}")
     return run_id
+
+
+def _history_entry(message: Message, include_inactive: bool) -> HistoryMessage:
+    if not include_inactive:
+        return cast(HistoryMessage, message.to_chat())
+    marks = {"status": message.status, "seq": message.seq, "summary": message.is_summary, "partial": bool(message.metadata.get("partial"))}
+    return cast(HistoryMessage, {**message.to_chat(), **marks})
+
+
+def _history_cursor(cursor: str | None) -> int | None:
+    """The seq a ``next_cursor`` of :meth:`OmniCoreAgent.get_session_history_page` names."""
+    if cursor is None:
+        return None
+    if not isinstance(cursor, str) or not cursor.isdigit() or not cursor.isascii():
+        raise ConfigurationError(f"cursor {cursor!r} is not one this agent gave: pass the next_cursor of the previous page as it is")
+    return int(cursor)

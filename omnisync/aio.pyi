@@ -8,14 +8,14 @@ from omnisync.content import ContentPart as ContentPart, UserContent as UserCont
 from omnisync.errors import ConfigurationError as ConfigurationError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
 from omnisync.model.config import ModelConfig
 from omnisync.remote import RemoteAgent as _BlockingRemoteAgent
-from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, ModelCallUsage as ModelCallUsage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, SessionUsage as SessionUsage, Usage as Usage
+from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, HistoryPage as HistoryPage, ModelCallUsage as ModelCallUsage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, SessionUsage as SessionUsage, Usage as Usage
 from omnisync.router import MemoryRouter as _BlockingMemoryRouter
 from omnisync.stores.base import MemoryStore
 from omnisync.tokens import TokenCounter
 from omnisync.tools.registry import ToolRegistry as ToolRegistry
 from typing import Any
 
-__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "HistoryMessage", "MemoryRouter", "MissingDependencyError", "ModelCallUsage", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RemoteAgent", "RunError", "RunRecordDict", "RunResult", "SessionUsage", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
+__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "HistoryMessage", "HistoryPage", "MemoryRouter", "MissingDependencyError", "ModelCallUsage", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RemoteAgent", "RunError", "RunRecordDict", "RunResult", "SessionUsage", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
 
 class MemoryRouter:
     """``omnisync.MemoryRouter`` with coroutine methods (``await router.close()``)."""
@@ -64,6 +64,12 @@ class OmniCoreAgent:
         """The run's record as a dict."""
     async def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[HistoryMessage]:
         """The session's active messages, oldest first (with ``include_inactive``, every stored one)."""
+    async def get_session_history_page(self, session_id: str, *, cursor: str | None = None, limit: int = 100, include_inactive: bool = False) -> HistoryPage:
+        """Up to ``limit`` messages of the session, oldest first, after ``cursor`` (None: from the
+        start), and the ``next_cursor`` to pass for the page after this one (None on the last).
+
+        One bounded read however long the session is: page through a long history without
+        holding it. A message appended meanwhile shows on a later page; none shows twice."""
     async def get_session_usage(self, session_id: str) -> SessionUsage:
         """Every model call of the session's runs added up, summary calls included (see :mod:`omnisync.usage`).
 
@@ -134,7 +140,10 @@ class RemoteAgent:
     async def clear_session_history(self, session_id: str | None = None) -> int:
         """Forget one session; return how many messages went."""
     async def get_run(self, run_id: str) -> RunRecordDict: ...
-    async def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[HistoryMessage]: ...
+    async def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[HistoryMessage]:
+        """Every message, oldest first (the server's pages followed)."""
+    async def get_session_history_page(self, session_id: str, *, cursor: str | None = None, limit: int = 100, include_inactive: bool = False) -> HistoryPage:
+        """As :meth:`OmniCoreAgent.get_session_history_page`; the server allows up to 500 a page."""
     async def get_session_usage(self, session_id: str) -> SessionUsage:
         """As :meth:`OmniCoreAgent.get_session_usage`: every model call of the session's runs added up."""
     async def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult: ...

@@ -35,7 +35,7 @@ from .errors import ConfigurationError, OmnisyncError, RemoteError
 from .content import UserContent, check_content
 from .model.sse import EventParser
 from .output import OutputType
-from .results import HistoryMessage, RunRecordDict, RunResult, SessionUsage
+from .results import HistoryMessage, HistoryPage, RunRecordDict, RunResult, SessionUsage
 from .run_events import RunFailed, RunFinished, RunPaused
 from .runner import new_session_id
 from .serve.wire import ENDING_EVENTS, error_from_wire, event_from_wire, run_id_of
@@ -44,6 +44,7 @@ from .streaming import EventStream, StreamEvent, streams
 DEFAULT_TIMEOUT = 60.0
 CONNECT_TRIES = 3
 RECONNECTS = 3
+HISTORY_PAGE = 500  # the most the server sends a page
 
 
 class RemoteAgent:
@@ -124,8 +125,24 @@ class RemoteAgent:
     # --- memory ----------------------------------------------------------------------------
 
     def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[HistoryMessage]:
-        path = self._session_path(session_id, "messages")
-        return cast(list[HistoryMessage], self._call("GET", path, params={"include_inactive": "true" if include_inactive else "false"})["messages"])
+        """Every message, oldest first (the server's pages followed)."""
+        messages: list[HistoryMessage] = []
+        cursor: str | None = None
+        while True:
+            page = self.get_session_history_page(session_id, cursor=cursor, limit=HISTORY_PAGE, include_inactive=include_inactive)
+            messages.extend(page["messages"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return messages
+
+    def get_session_history_page(
+        self, session_id: str, *, cursor: str | None = None, limit: int = 100, include_inactive: bool = False
+    ) -> HistoryPage:
+        """As :meth:`OmniCoreAgent.get_session_history_page`; the server allows up to 500 a page."""
+        params: dict[str, Any] = {"include_inactive": "true" if include_inactive else "false", "limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return cast(HistoryPage, self._call("GET", self._session_path(session_id, "messages"), params=params))
 
     def clear_session_history(self, session_id: str | None = None) -> int:
         """Forget one session; return how many messages went."""

@@ -140,6 +140,14 @@ class HistoryMessage(ChatMessage, total=False):
     partial: bool
 
 
+class HistoryPage(TypedDict):
+    """A page of ``get_session_history_page``: its ``messages``, and the ``next_cursor`` to pass
+    for the next page (None on the last)."""
+
+    messages: list[HistoryMessage]
+    next_cursor: str | None
+
+
 class PreviewWindow(TypedDict):
     """The memory window ``preview`` loaded: its ``mode`` and ``value`` and how many messages it held."""
 

@@ -16,6 +16,7 @@ from tool_agents import SYSTEM, counting_tools
 
 from omnisync import OmniCoreAgent, aio
 from omnisync.errors import ConfigurationError, OutputValidationError, RunNotFoundError, RunStateError, SessionBusyError
+from omnisync.messages import Message
 from omnisync.remote import RemoteAgent
 from omnisync.run_events import RunFinished, RunPaused, RunStarted, TextDelta, ToolCall, ToolResult
 from omnisync.serve import create_app
@@ -76,6 +77,48 @@ def test_a_run_without_a_session_gets_a_new_one(agent):
     first, second = agent.run("one"), agent.run("two")
     assert first["session_id"] != second["session_id"]
     assert len(agent.get_session_history(second["session_id"])) == 2
+
+
+def test_a_history_read_in_pages_is_the_whole_history_once(agent):
+    for word in ("one", "two", "three", "four"):
+        agent.run(word, session_id="h1")
+    whole = agent.get_session_history("h1")
+    pages, cursor = [], None
+    while True:
+        page = agent.get_session_history_page("h1", cursor=cursor, limit=3)
+        pages.append(page["messages"])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert [len(p) for p in pages] == [3, 3, 2] and [m for p in pages for m in p] == whole
+    first = agent.get_session_history_page("h1", limit=3)
+    agent.run("five", session_id="h1")  # appended between two pages: read once, on a later page
+    rest = agent.get_session_history_page("h1", cursor=first["next_cursor"], limit=100)
+    assert first["messages"] + rest["messages"] == agent.get_session_history("h1") and rest["next_cursor"] is None
+    marked = agent.get_session_history_page("h1", limit=2, include_inactive=True)["messages"]
+    assert marked == agent.get_session_history("h1", include_inactive=True)[:2] and marked[0]["status"] == "active" and "seq" in marked[0]
+    assert agent.get_session_history_page("nobody") == {"messages": [], "next_cursor": None}
+
+
+@pytest.mark.parametrize("bad", [{"cursor": "x"}, {"cursor": "-1"}, {"limit": 0}])
+def test_a_bad_history_cursor_or_limit_is_a_configuration_error(agent, bad):
+    agent.run("hello", session_id="h2")
+    with pytest.raises(ConfigurationError, match="cursor|limit"):
+        agent.get_session_history_page("h2", **bad)
+    assert len(agent.get_session_history("h2")) == 2  # nothing lost
+
+
+def test_a_remote_history_longer_than_a_page_is_read_whole_in_pages(model_url):
+    local = make_agent(model_url)
+    store = local.memory_router.store
+    store.append("assistant", "long", [Message(role="user", content=f"m{i}", tokens=1) for i in range(1203)])
+    with uvicorn_server(create_app(local)) as base, RemoteAgent(base, agent="assistant") as remote:
+        sent = []
+        remote._http.hooks["response"].append(lambda response, *args, **kwargs: sent.append(response.url))
+        history = remote.get_session_history("long")
+    assert [m["content"] for m in history] == [f"m{i}" for i in range(1203)]
+    assert len(sent) == 3 and all("limit=500" in url for url in sent)  # three bounded pages
+    local.cleanup()
 
 
 def test_a_stream_yields_the_text_then_the_result(agent):

@@ -343,9 +343,13 @@ class _Api:
 
     async def messages(self, request: Request) -> Response:
         name, agent = self._agent(request)
-        only_params(request, "include_inactive")
-        history = await agent.get_session_history(request.path_params["session"], include_inactive=flag(request, "include_inactive"))
-        return JSONResponse({"messages": history})
+        only_params(request, "include_inactive", "limit", "cursor")
+        limit, after = page_size(request), decode_cursor(request)
+        page = await agent.get_session_history_page(
+            request.path_params["session"], cursor=after[0] if after else None, limit=limit, include_inactive=flag(request, "include_inactive")
+        )
+        next_cursor = page["next_cursor"]
+        return JSONResponse({"messages": page["messages"], "next_cursor": encode_cursor([next_cursor]) if next_cursor else None})
 
     async def usage(self, request: Request) -> Response:
         name, agent = self._agent(request)

@@ -206,9 +206,9 @@ def describe() -> dict[str, Any]:
         },
         session + "/messages": {
             "get": _op(
-                "a session's history",
-                _answer("its messages", {"type": "object", "required": ["messages"], "properties": {"messages": {"type": "array", "items": ref("Message")}}}, *READ),
-                [AGENT, SESSION, _query("include_inactive", {"type": "boolean"}, "also the messages a summary replaced")],
+                "a session's history, oldest first, a page at a time",
+                _answer("a page of messages", _page_of("messages", ref("Message")), *READ),
+                [AGENT, SESSION, _query("include_inactive", {"type": "boolean"}, "also the messages a summary replaced"), *PAGE],
             )
         },
         session + "/usage": {"get": _op("a session's usage: every model call of its runs, summaries included", _answer("the totals", USAGE_TOTALS, *READ), [AGENT, SESSION])},

@@ -216,7 +216,12 @@ function contentText(content) {
 async function loadHistory() {
   const list = $("history");
   if (!$("agent").value || !$("session").value.trim()) return;
-  const { messages } = await api("GET", sessionPath() + "/messages");
+  const messages = [];
+  for (let cursor = null; ; ) {
+    const page = await api("GET", sessionPath() + "/messages?limit=500" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+    messages.push(...page.messages);
+    if (!(cursor = page.next_cursor)) break;
+  }
   list.textContent = "";
   for (const message of messages) {
     const item = element("li", "message " + message.role);
