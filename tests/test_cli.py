@@ -19,6 +19,7 @@ import pytest
 
 import backends
 from omnisync.agent import OmniCoreAgent
+from omnisync.messages import Message
 from omnisync.router import MemoryRouter
 from omnisync.run_record import AWAITING_APPROVAL, RunRecord
 from omnisync.stores.sql import SQLStore
@@ -123,6 +124,24 @@ def test_sessions_table_and_json(env):
     listed = json.loads(cli("sessions", "--agent", AGENT, "--json", env=env).stdout)
     assert [(s["agent"], s["session_id"], s["message_count"]) for s in listed] == [(AGENT, "s1", 10), (AGENT, "s2", 3)]
     assert all(s["last_activity"] for s in listed)
+
+
+def test_long_listings_are_printed_whole_a_page_at_a_time(tmp_path):
+    url = f"sqlite:///{tmp_path / 'many.db'}"
+    with SQLStore(url) as store:
+        for i in range(1203):
+            store.append("many", f"s{i:04d}", [Message(role="user", content=f"hello {i}", tokens=1)])
+        store.append("many", "long", [Message(role="user", content=f"m{i}", tokens=1) for i in range(1203)])
+    env = environment(DATABASE_URL=url)
+    lines = cli("sessions", "--agent", "many", env=env).stdout.splitlines()
+    assert lines[0].split()[:2] == ["AGENT", "SESSION"] and [line.split()[1] for line in lines[1:]] == ["long", *(f"s{i:04d}" for i in range(1203))]
+    assert len({line.index(line.split()[1]) for line in lines}) == 1  # one column for the session ids throughout
+    listed = json.loads(cli("sessions", "--json", env=env).stdout)
+    assert [s["session_id"] for s in listed] == ["long", *(f"s{i:04d}" for i in range(1203))]
+    history = json.loads(cli("history", "long", "--agent", "many", "--json", env=env).stdout)
+    assert [m["message"]["content"] for m in history] == [f"m{i}" for i in range(1203)]
+    table = cli("history", "long", "--agent", "many", env=env).stdout.splitlines()
+    assert [line.split()[-1] for line in table[1:]] == [f"m{i}" for i in range(1203)]
 
 
 def test_history_shows_active_messages_or_everything_marked(env):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, TextIO
 
@@ -13,13 +13,44 @@ SNIPPET = 100
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO | None = None) -> None:
     """Print ``rows`` under ``headers`` in left-aligned columns (the last one is not padded)."""
-    out = out or sys.stdout
     cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    _print_aligned(cells, [0] * len(headers), out or sys.stdout)
+
+
+TABLE_CHUNK = 500
+
+
+def table_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO | None = None) -> None:
+    """As :func:`table`, for rows read as they come: printed ``TABLE_CHUNK`` at a time, each
+    chunk aligned to the widest cell seen so far (a short listing is one chunk: one table)."""
+    out = out or sys.stdout
+    widths = [len(str(h)) for h in headers]
+    chunk: list[list[str]] = [[str(h) for h in headers]]
+    for row in rows:
+        chunk.append(["" if v is None else str(v) for v in row])
+        if len(chunk) >= TABLE_CHUNK:
+            widths = _print_aligned(chunk, widths, out)
+            chunk = []
+    _print_aligned(chunk, widths, out)
+
+
+def _print_aligned(cells: list[list[str]], widths: list[int], out: TextIO) -> list[int]:
+    widths = [max([width, *(len(row[i]) for row in cells)]) for i, width in enumerate(widths)]
     for row in cells:
         line = "  ".join(value.ljust(width) for value, width in zip(row[:-1], widths))
-        text = f"{line}  {row[-1]}" if len(row) > 1 else row[0]
-        print(text.rstrip(), file=out)
+        print((f"{line}  {row[-1]}" if len(row) > 1 else row[0]).rstrip(), file=out)
+    return widths
+
+
+def print_json_items(items: Iterable[Any], out: TextIO | None = None) -> None:
+    """A JSON array of ``items``, written one item at a time (what :func:`print_json` writes for a list)."""
+    out = out or sys.stdout
+    opening = "["
+    for item in items:
+        body = json.dumps(item, ensure_ascii=False, indent=2, default=_json_default)
+        out.write(opening + "\n  " + body.replace("\n", "\n  "))
+        opening = ","
+    out.write("[]\n" if opening == "[" else "\n]\n")
 
 
 def print_json(value: Any, out: TextIO | None = None) -> None:

@@ -3,50 +3,68 @@
 from __future__ import annotations
 
 import argparse
+import itertools
+from collections.abc import Iterator
+from typing import TypeVar, cast
 
 from ..content import describe
 from ..messages import Message
 from ..router import MemoryRouter
-from .output import note, print_json, snippet, table, when
+from .output import note, print_json_items, snippet, table_rows, when
 from ..transfer.records import message_line
 from .errors import CommandError
 from .parts import elided_message
 
+T = TypeVar("T")
+
 
 def sessions(args: argparse.Namespace, router: MemoryRouter) -> int:
-    found = router.store.sessions(args.agent)
-    if args.agent and not found:
-        raise CommandError(no_sessions(args.agent))
+    """Printed a page at a time as the store reads them: a store with a million sessions prints
+    its first lines at once and never holds the listing."""
+    found = _nonempty(router.store.iter_sessions(args.agent))
+    if found is None:
+        if args.agent:
+            raise CommandError(no_sessions(args.agent))
+        if not args.json:
+            note("no sessions")
+            return 0
+        found = iter(())
     if args.json:
-        print_json(
-            [
-                {"agent": s.agent, "session_id": s.session_id, "message_count": s.message_count, "last_activity": s.last_activity}
-                for s in found
-            ]
+        print_json_items(
+            {"agent": s.agent, "session_id": s.session_id, "message_count": s.message_count, "last_activity": s.last_activity}
+            for s in found
         )
-    elif found:
-        table(("AGENT", "SESSION", "MESSAGES", "LAST ACTIVITY"), [(s.agent, s.session_id, s.message_count, when(s.last_activity)) for s in found])
     else:
-        note("no sessions" + (f" for agent {args.agent!r}" if args.agent else ""))
+        table_rows(("AGENT", "SESSION", "MESSAGES", "LAST ACTIVITY"), ((s.agent, s.session_id, s.message_count, when(s.last_activity)) for s in found))
     return 0
 
 
 def history(args: argparse.Namespace, router: MemoryRouter) -> int:
-    messages = router.store.history(args.agent, args.session, include_inactive=args.all)
-    if not messages:
+    """Printed a page at a time, as :func:`sessions`."""
+    messages = _nonempty(router.store.iter_history(args.agent, args.session, include_inactive=args.all))
+    if messages is None:
         require_session(router, args.agent, args.session)
+        if not args.json:
+            note(f"no active messages in session {args.session!r} of agent {args.agent!r}")
+            return 0
+        messages = iter(())
     if args.json:
-        lines = [message_line(m) for m in messages]
-        print_json(lines if args.full else [elided_message(line) for line in lines])
-        return 0
-    if not messages:
-        note(f"no active messages in session {args.session!r} of agent {args.agent!r}")
-        return 0
-    if args.all:
-        table(("SEQ", "STATUS", "ROLE", "CONTENT"), [(m.seq, _status(m), m.role, _content(m)) for m in messages])
+        lines = (message_line(m) for m in messages)
+        print_json_items(lines if args.full else (elided_message(line) for line in lines))
+    elif args.all:
+        table_rows(("SEQ", "STATUS", "ROLE", "CONTENT"), ((m.seq, _status(m), m.role, _content(m)) for m in messages))
     else:
-        table(("SEQ", "ROLE", "CONTENT"), [(m.seq, m.role, _content(m)) for m in messages])
+        table_rows(("SEQ", "ROLE", "CONTENT"), ((m.seq, m.role, _content(m)) for m in messages))
     return 0
+
+
+def _nonempty(items: Iterator[T]) -> Iterator[T] | None:
+    """``items`` whole, or None if there are none (its first page read to know)."""
+    first = next(items, _NONE)
+    return None if first is _NONE else itertools.chain([cast(T, first)], items)
+
+
+_NONE = object()
 
 
 def _status(message: Message) -> str:
