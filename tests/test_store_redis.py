@@ -18,6 +18,7 @@ import backends  # noqa: E402
 from omnisync.errors import ConfigurationError, MissingDependencyError, RunConflictError, StoreError  # noqa: E402
 from omnisync.messages import Message, utcnow  # noqa: E402
 from omnisync.run_record import COMPLETED, RunRecord  # noqa: E402
+from omnisync.stores import redis_store  # noqa: E402
 from omnisync.stores.redis_store import RedisStore  # noqa: E402
 from store_contract import AGENT, SharedStoreContract, contents, summary_message, user  # noqa: E402
 
@@ -198,6 +199,18 @@ class TestRedisStore(SharedStoreContract):
         assert sorted(set(keys) - set(metas)) == sorted(listings), keys
         assert len(metas) == 2 and all(sorted(_text(k) for k in store.client.hkeys(key)) == ["listed", "seq"] for key in metas)
         assert store.sessions() == [] and store.sessions(AGENT) == []
+
+    def test_clearing_an_agent_reads_its_listing_a_batch_at_a_time(self, store, monkeypatch):
+        monkeypatch.setattr(redis_store, "CLEAR_BATCH", 3)
+        for i in range(10):
+            store.append(AGENT, f"s{i}", [user("a"), user("b")])
+        store.append("other", "s0", [user("kept")])
+        pipelines = []
+        opened = store.client.pipeline
+        monkeypatch.setattr(store.client, "pipeline", lambda *a, **k: pipelines.append(1) or opened(*a, **k))
+        assert store.clear(AGENT) == 20
+        assert len(pipelines) >= 4 and store.sessions(AGENT) == []  # 10 sessions, 3 a batch
+        assert contents(store.history("other", "s0")) == ["kept"]
 
     def test_clearing_twice_then_appending_keeps_working(self, store):
         for _ in range(2):

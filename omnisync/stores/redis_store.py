@@ -91,6 +91,7 @@ import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from itertools import islice
 from datetime import datetime, timedelta, timezone
 from typing import Any, cast
 
@@ -129,6 +130,7 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _BATCH = 1000  # ZADD arguments per call inside a script (Lua's unpack has a stack limit)
+CLEAR_BATCH = 1000  # sessions cleared per pipeline by clear(agent)
 
 # KEYS: active, inactive, meta
 # ARGV from a: step, "1" if the session was just listed, now (µs), then to the end, per message
@@ -533,9 +535,11 @@ class RedisStore(MemoryStore):
         with self._errors():
             if session_id is not None:
                 return int(cast(Any, self.client).execute_command("EVAL", _CLEAR_SESSION, 3, *self._session_keys(agent, session_id)))
-            listed = self.client.smembers(f"{self._agent_stem(agent)}:sessions")
-            counts = self._per_session(_CLEAR_SESSION, [(agent, _untoken(token)) for token in listed])
-        return sum(int(count) for count in counts)
+            deleted = 0
+            listed = iter(self.client.sscan_iter(f"{self._agent_stem(agent)}:sessions", count=CLEAR_BATCH))
+            while batch := list(islice(listed, CLEAR_BATCH)):  # a bounded batch at a time, not the whole set
+                deleted += sum(int(count) for count in self._per_session(_CLEAR_SESSION, [(agent, _untoken(token)) for token in batch]))
+        return deleted
 
     def sessions_page(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> list[SessionInfo]:
         """The next ids from the sorted twins, counted (see the module docstring)."""
