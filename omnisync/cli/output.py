@@ -11,27 +11,23 @@ from typing import Any, TextIO
 SNIPPET = 100
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO | None = None) -> None:
-    """Print ``rows`` under ``headers`` in left-aligned columns (the last one is not padded)."""
-    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in row] for row in rows]
-    _print_aligned(cells, [0] * len(headers), out or sys.stdout)
-
-
 TABLE_CHUNK = 500
 
 
-def table_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO | None = None) -> None:
-    """As :func:`table`, for rows read as they come: printed ``TABLE_CHUNK`` at a time, each
-    chunk aligned to the widest cell seen so far (a short listing is one chunk: one table)."""
-    out = out or sys.stdout
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO | None = None) -> None:
+    """Print ``rows`` under ``headers`` in left-aligned columns (the last one is not padded).
+
+    Rows are printed as they come, ``TABLE_CHUNK`` at a time, each chunk aligned to the widest
+    cell seen so far: a short listing is one table, and a long one is never held whole."""
+    stream = sys.stdout if out is None else out
     widths = [len(str(h)) for h in headers]
     chunk: list[list[str]] = [[str(h) for h in headers]]
     for row in rows:
         chunk.append(["" if v is None else str(v) for v in row])
         if len(chunk) >= TABLE_CHUNK:
-            widths = _print_aligned(chunk, widths, out)
+            widths = _print_aligned(chunk, widths, stream)
             chunk = []
-    _print_aligned(chunk, widths, out)
+    _print_aligned(chunk, widths, stream)
 
 
 def _print_aligned(cells: list[list[str]], widths: list[int], out: TextIO) -> list[int]:
@@ -44,13 +40,13 @@ def _print_aligned(cells: list[list[str]], widths: list[int], out: TextIO) -> li
 
 def print_json_items(items: Iterable[Any], out: TextIO | None = None) -> None:
     """A JSON array of ``items``, written one item at a time (what :func:`print_json` writes for a list)."""
-    out = out or sys.stdout
+    stream = sys.stdout if out is None else out
     opening = "["
     for item in items:
         body = json.dumps(item, ensure_ascii=False, indent=2, default=_json_default)
-        out.write(opening + "\n  " + body.replace("\n", "\n  "))
+        stream.write(opening + "\n  " + body.replace("\n", "\n  "))
         opening = ","
-    out.write("[]\n" if opening == "[" else "\n]\n")
+    stream.write("[]\n" if opening == "[" else "\n]\n")
 
 
 def print_json(value: Any, out: TextIO | None = None) -> None:

@@ -10,7 +10,7 @@ from typing import TypeVar, cast
 from ..content import describe
 from ..messages import Message
 from ..router import MemoryRouter
-from .output import note, print_json_items, snippet, table_rows, when
+from .output import note, print_json_items, snippet, table, when
 from ..transfer.records import message_line
 from .errors import CommandError
 from .parts import elided_message
@@ -35,7 +35,7 @@ def sessions(args: argparse.Namespace, router: MemoryRouter) -> int:
             for s in found
         )
     else:
-        table_rows(("AGENT", "SESSION", "MESSAGES", "LAST ACTIVITY"), ((s.agent, s.session_id, s.message_count, when(s.last_activity)) for s in found))
+        table(("AGENT", "SESSION", "MESSAGES", "LAST ACTIVITY"), ((s.agent, s.session_id, s.message_count, when(s.last_activity)) for s in found))
     return 0
 
 
@@ -52,9 +52,9 @@ def history(args: argparse.Namespace, router: MemoryRouter) -> int:
         lines = (message_line(m) for m in messages)
         print_json_items(lines if args.full else (elided_message(line) for line in lines))
     elif args.all:
-        table_rows(("SEQ", "STATUS", "ROLE", "CONTENT"), ((m.seq, _status(m), m.role, _content(m)) for m in messages))
+        table(("SEQ", "STATUS", "ROLE", "CONTENT"), ((m.seq, _status(m), m.role, _content(m)) for m in messages))
     else:
-        table_rows(("SEQ", "ROLE", "CONTENT"), ((m.seq, m.role, _content(m)) for m in messages))
+        table(("SEQ", "ROLE", "CONTENT"), ((m.seq, m.role, _content(m)) for m in messages))
     return 0
 
 
