@@ -259,6 +259,9 @@ EOF
         wait_until postgres "$PG_LOG" pg_up || die "postgres failed to start"
     fi
     if [ -S "$PG_SOCK/.s.PGSQL.$PG_PORT" ]; then
+        # The test database is made empty on every start: the omnisync that last
+        # used it stamped its schema version there, and a checkout of another
+        # version (an older main after a newer branch) must not inherit it.
         pg_admin <<SQL >&2
 DO \$\$ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$PG_ROLE') THEN
@@ -267,8 +270,8 @@ DO \$\$ BEGIN
     ALTER ROLE $PG_ROLE LOGIN CREATEDB PASSWORD '$PG_PASSWORD';
   END IF;
 END \$\$;
-SELECT 'CREATE DATABASE $PG_DB OWNER $PG_ROLE'
- WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '$PG_DB') \gexec
+DROP DATABASE IF EXISTS $PG_DB WITH (FORCE);
+CREATE DATABASE $PG_DB OWNER $PG_ROLE;
 SQL
     fi
     pg_app_ok || die "cannot connect to $PG_DB on port $PG_PORT as $PG_ROLE (is another postgres on that port?)"
