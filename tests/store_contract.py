@@ -14,7 +14,8 @@ import pytest
 
 from omnisync.errors import NotSerializableError, RunConflictError, StoreError
 from omnisync.messages import INACTIVE, SUMMARY_PREFIX, Message, utcnow
-from omnisync.run_record import AWAITING_APPROVAL, COMPLETED, RunRecord
+from omnisync.run_record import AWAITING_APPROVAL, COMPLETED, FOLD, SESSION, RunRecord
+from omnisync.stores.base import run_cursor
 
 AGENT = "assistant"
 
@@ -397,7 +398,7 @@ class StoreContract:
     # --- runs ---------------------------------------------------------------------------
 
     def _run(self, run_id="r1", session_id="s", **changes):
-        return RunRecord(run_id=run_id, agent=AGENT, session_id=session_id, created_at=utcnow(), **changes)
+        return RunRecord(run_id=run_id, agent=AGENT, session_id=session_id, **{"created_at": utcnow(), **changes})
 
     def test_run_create_load_and_compare_and_set(self, store):
         saved = store.save_run(self._run(), expected_version=None)
@@ -455,6 +456,72 @@ class StoreContract:
         store.save_run(theirs, None)
         assert store.load_lease(AGENT, "lease")[1] == holder  # never another agent's run of that id
         assert store.load_lease("other", "lease") == (None, None)
+
+    # --- pages of runs -----------------------------------------------------------------------
+
+    def _paged_runs(self, store):
+        """Runs of two sessions and statuses, ties in created_at among them, and between them
+        many records of other kinds (leases, claims): what a page must skip."""
+        start = utcnow().replace(microsecond=0) - timedelta(days=1)
+        at = lambda i: start + timedelta(milliseconds=10 * i)
+        runs = []
+        for i in range(12):
+            created = at(i // 3 * 3)  # three runs to each creation time
+            run_id = f"run-{'cab'[i % 3]}{i:02}"
+            record = self._run(run_id, session_id="s1" if i % 2 else "s2", status=AWAITING_APPROVAL if i % 4 == 0 else COMPLETED, created_at=created)
+            runs.append(store.save_run(record, None))
+            for k, kind in enumerate((SESSION, FOLD, "idempotency")):
+                store.save_run(self._run(f"{kind}-{i:02}-{k}", session_id="s1", kind=kind, created_at=created), None)
+        store.save_run(self._run("theirs", created_at=at(4)).evolve(agent="other"), None)
+        return sorted(runs, key=lambda r: (r.created_at, r.run_id))
+
+    def test_run_pages_concatenate_to_the_runs_oldest_first(self, store):
+        runs = self._paged_runs(store)
+        for status in (None, AWAITING_APPROVAL, COMPLETED, "failed"):
+            for session_id in (None, "s1", "s2", "nowhere"):
+                expected = [r.run_id for r in runs if status in (None, r.status) and session_id in (None, r.session_id)]
+                for size in (1, 2, 5, 100):
+                    paged = store.iter_runs(AGENT, status=status, session_id=session_id, page_size=size)
+                    assert [r.run_id for r in paged] == expected, (status, session_id, size)
+        assert [r.run_id for r in store.runs_page(AGENT)] == [r.run_id for r in runs]
+        assert store.runs_page(AGENT, limit=3) == runs[:3]  # whole records, as saved
+        assert store.runs_page("nobody") == []
+
+    def test_a_page_of_runs_starts_strictly_after_its_cursor(self, store):
+        runs = self._paged_runs(store)
+        ids = [r.run_id for r in runs]
+        for i, run in enumerate(runs):
+            assert [r.run_id for r in store.runs_page(AGENT, run_cursor(run), 2)] == ids[i + 1 : i + 3], run.run_id
+        first = runs[0]
+        between = (first.created_at, first.run_id + "~")  # a cursor between two runs of one creation time
+        assert [r.run_id for r in store.runs_page(AGENT, between)] == [r.run_id for r in runs if run_cursor(r) > between]
+        before_all = (first.created_at - timedelta(seconds=1), "zzz")
+        assert [r.run_id for r in store.runs_page(AGENT, before_all)] == ids
+        assert store.runs_page(AGENT, (runs[-1].created_at + timedelta(seconds=1), "")) == []
+        for i, run in enumerate(runs):
+            awaiting = [r.run_id for r in runs[i + 1 :] if r.status == AWAITING_APPROVAL and r.session_id == "s2"]
+            assert [r.run_id for r in store.runs_page(AGENT, run_cursor(run), 1, status=AWAITING_APPROVAL, session_id="s2")] == awaiting[:1]
+
+    def test_a_run_created_between_pages_is_listed_once(self, store):
+        early = utcnow() - timedelta(hours=1)
+        for i, run_id in enumerate(("r1", "r2", "r3")):
+            store.save_run(self._run(run_id, created_at=early + timedelta(seconds=i)), None)
+        seen = []
+        for record in store.iter_runs(AGENT, page_size=2):
+            seen.append(record.run_id)
+            if len(seen) == 2:  # at the end of the first page: a new run, and one before the cursor
+                store.save_run(self._run("r4", created_at=utcnow()), None)
+                store.save_run(self._run("r0", created_at=early - timedelta(seconds=1)), None)
+                store.save_run(store.load_run(AGENT, "r1").evolve(status=COMPLETED), 1)  # an update keeps its place
+        assert seen == ["r1", "r2", "r3", "r4"]
+        assert [r.run_id for r in store.runs_page(AGENT)] == ["r0", "r1", "r2", "r3", "r4"]
+
+    def test_a_page_of_fewer_than_one_run_is_refused(self, store):
+        store.save_run(self._run(), None)
+        for limit in (0, -1, True):
+            with pytest.raises(ValueError, match=r"limit must be a whole number of runs, at least 1.*pass the page size"):
+                store.runs_page(AGENT, None, limit)
+        assert store.load_run(AGENT, "r1") is not None
 
     # --- what one run does, in few round trips ---------------------------------------------
 
@@ -614,30 +681,85 @@ def _append_many(opener, name: str, count: int) -> None:
         store.close()
 
 
-def assert_upgrades_version_1(open_store, url: str) -> None:
-    """``url`` holds a SQL schema of version 1 (no events table): data written there is kept,
-    and opening it with this release adds the table and records the new version."""
+def make_old_schema(url: str, version: int) -> None:
+    """The tables of schema ``version`` (1 or 2) at ``url``, as those releases made them."""
     import sqlalchemy as sa
 
     from omnisync.stores import sql_schema
 
+    old = sa.MetaData()
+    for table in (sql_schema.schema_info, sql_schema.sessions, sql_schema.messages) + ((sql_schema.run_events,) if version >= 2 else ()):
+        table.to_metadata(old)
+    sa.Table(
+        "omnisync_runs",
+        old,
+        sa.Column("agent", sa.String(255), nullable=False),
+        sa.Column("run_id", sa.String(64), nullable=False),
+        sa.Column("session_id", sa.String(255), nullable=False),
+        sa.Column("status", sa.String(32), nullable=False),
+        sa.Column("version", sa.Integer, nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True)),
+        sa.Column("finished_at", sa.DateTime(timezone=True)),
+        sa.Column("data", sa.Text, nullable=False),
+        sa.PrimaryKeyConstraint("agent", "run_id"),
+        sa.Index("ix_omnisync_runs_status", "agent", "status", "created_at"),
+        sa.Index("ix_omnisync_runs_finished", "agent", "finished_at"),
+    )
     engine = sa.create_engine(url)
     try:
         with engine.begin() as conn:
-            assert conn.execute(sa.select(sql_schema.schema_info.c.version)).scalar() == 1
-            assert not sa.inspect(conn).has_table(sql_schema.run_events.name)
+            old.create_all(conn)
+            conn.execute(old.tables["omnisync_schema"].insert().values(id=1, version=version))
+    finally:
+        engine.dispose()
+
+
+def assert_upgrades(open_store, url: str, version: int) -> None:
+    """``url`` holds a SQL schema of ``version`` (:func:`make_old_schema`): data written there
+    is kept, and opening it with this release upgrades it and records the new version."""
+    import sqlalchemy as sa
+
+    from omnisync.stores import sql_schema
+
+    made = utcnow() - timedelta(minutes=5)
+    old_records = [
+        RunRecord(run_id="r-old", agent=AGENT, session_id="s", status=COMPLETED, created_at=made),
+        RunRecord(run_id="session-1", agent=AGENT, session_id="s", kind=SESSION, lease_owner="r-old", created_at=made),
+        RunRecord(run_id="fold-1", agent=AGENT, session_id="s", kind=FOLD, status=COMPLETED, created_at=made),
+    ]
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            assert conn.execute(sa.text("SELECT version FROM omnisync_schema")).scalar() == version
+            assert sa.inspect(conn).has_table(sql_schema.run_events.name) == (version >= 2)
             conn.execute(sql_schema.messages.insert().values(
                 agent=AGENT, session_id="s", seq=2, role="user", content="kept", status="active", tokens=1, created_at_us=0
             ))
             conn.execute(sql_schema.sessions.insert().values(agent=AGENT, session_id="s", last_seq=2, updated_at_us=0))
+            for record in old_records:
+                values = {"agent": AGENT, "run_id": record.run_id, "session_id": "s", "status": record.status, "version": 1}
+                conn.execute(sa.text(
+                    "INSERT INTO omnisync_runs (agent, run_id, session_id, status, version, created_at, data)"
+                    " VALUES (:agent, :run_id, :session_id, :status, :version, :created_at, :data)"
+                ).bindparams(sa.bindparam("created_at", type_=sa.DateTime(timezone=True))), {**values, "created_at": made, "data": record.evolve(version=1).to_json()})
         with open_store(url) as store:
             assert contents(store.history(AGENT, "s")) == ["kept"]
             assert [m.seq for m in store.append(AGENT, "s", [user("new")])] == [4]
             assert store.append_events(AGENT, "r1", [("text_delta", {"text": "x"})]) == 1
             assert [e.data for e in store.read_events(AGENT, "r1")] == [{"text": "x"}]
+            assert [r.run_id for r in store.runs_page(AGENT)] == ["r-old"]  # the lease and the claim are not runs
+            assert store.load_lease(AGENT, "session-1")[1].run_id == "r-old"
+            store.save_run(RunRecord(run_id="r-new", agent=AGENT, session_id="s", created_at=utcnow()), None)
+            assert [r.run_id for r in store.runs_page(AGENT)] == ["r-old", "r-new"]
+            assert sorted(r.run_id for r in store.list_runs(AGENT)) == ["fold-1", "r-new", "r-old", "session-1"]
         with engine.begin() as conn:
-            assert conn.execute(sa.select(sql_schema.schema_info.c.version)).scalar() == sql_schema.SCHEMA_VERSION == 2
+            assert conn.execute(sa.select(sql_schema.schema_info.c.version)).scalar() == sql_schema.SCHEMA_VERSION == 3
+            kinds = dict(conn.execute(sa.text("SELECT run_id, kind FROM omnisync_runs")).all())
+            assert kinds == {"r-old": "run", "session-1": SESSION, "fold-1": FOLD, "r-new": "run"}
+            indexes = {ix["name"] for ix in sa.inspect(conn).get_indexes("omnisync_runs")}
+            assert indexes == {ix.name for ix in sql_schema.runs.indexes}, indexes
         with open_store(url) as store:  # opening it again changes nothing
             assert contents(store.history(AGENT, "s")) == ["kept", "new"]
+            assert [r.run_id for r in store.runs_page(AGENT)] == ["r-old", "r-new"]
     finally:
         engine.dispose()

@@ -57,6 +57,25 @@ def client(mongo_uri):
         yield client
 
 
+class _Limits:
+    """A find cursor that notes the limit each query is given."""
+
+    def __init__(self, cursor, limits):
+        self._cursor, self._limits = cursor, limits
+
+    def sort(self, *args, **kwargs):
+        self._cursor = self._cursor.sort(*args, **kwargs)
+        return self
+
+    def limit(self, n):
+        self._limits.append(n)
+        self._cursor = self._cursor.limit(n)
+        return self
+
+    def __iter__(self):
+        return iter(self._cursor)
+
+
 class _Interfering:
     """A collection that lets something happen just before each insert_many."""
 
@@ -208,6 +227,7 @@ class TestMongoStore(SharedStoreContract):
         runs = {ix["name"]: ix for ix in store.runs.list_indexes()}
         run = runs[mongo.RUN_INDEX]
         assert list(run["key"].items()) == [("agent", 1), ("run_id", 1), ("version", 1)] and run["unique"] is True
+        assert list(runs[mongo.RUN_PAGE_INDEX]["key"].items()) == [("agent", 1), ("created_at", 1), ("run_id", 1), ("version", -1)]
         if store.expires_runs_itself:
             assert runs[mongo.RUN_TTL_INDEX]["expireAfterSeconds"] == 0
         else:  # FerretDB v1: "Index option expireAfterSeconds is not implemented yet"
@@ -320,6 +340,26 @@ class TestMongoStore(SharedStoreContract):
         store.runs.insert_one(mongo._run_document(newer))  # a save whose clean-up has not run
         assert store.list_runs(AGENT, status="running") == []
         assert store.list_runs(AGENT) == [newer] == store.list_runs(AGENT, status="awaiting_approval")
+
+    def test_a_page_of_runs_reads_the_newest_version_only(self, store):
+        saved = store.save_run(_run(status="running"), None)
+        newer = saved.evolve(status="awaiting_approval", version=2)
+        store.runs.insert_one(mongo._run_document(newer))  # a save whose clean-up has not run
+        assert store.runs_page(AGENT, status="running") == []
+        assert store.runs_page(AGENT) == [newer] == store.runs_page(AGENT, status="awaiting_approval")
+
+    def test_a_page_of_runs_reads_the_collection_a_bounded_step_at_a_time(self, store, monkeypatch):
+        runs = self._paged_runs(store)  # four records to a run: three of other kinds
+        monkeypatch.setattr(mongo, "RUNS_PAGE_SCAN", 5)
+        limits = []
+        real_find = store.runs.find
+        monkeypatch.setattr(store, "runs", type("Runs", (), {"find": lambda _, *a, **kw: _Limits(real_find(*a, **kw), limits)})())
+        assert [r.run_id for r in store.runs_page(AGENT, None, 6)] == [r.run_id for r in runs[:6]]
+        assert len(limits) > 1 and set(limits) == {5}  # 6 runs lie among 21 documents: several bounded steps
+        for status, session_id in [(None, None), (COMPLETED, None), (None, "s2"), (COMPLETED, "s1")]:
+            expected = [r.run_id for r in runs if status in (None, r.status) and session_id in (None, r.session_id)]
+            for size in (1, 4):
+                assert [r.run_id for r in store.iter_runs(AGENT, status=status, session_id=session_id, page_size=size)] == expected
 
     def test_expired_runs_are_gone_on_every_server(self, store):
         past = utcnow() - timedelta(seconds=5)

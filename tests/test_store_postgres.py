@@ -3,16 +3,18 @@ import functools
 import logging
 import multiprocessing
 import uuid
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
 
 from omnisync.errors import StoreError
-from omnisync.stores import sql_schema
+from omnisync.messages import utcnow
+from omnisync.run_record import RunRecord
 from omnisync.stores.sql import SQLStore
 import backends
 from backends import fresh_database, pgbouncer_url, postgres_url, unreachable
-from store_contract import AGENT, SharedStoreContract, assert_upgrades_version_1, user
+from store_contract import AGENT, SharedStoreContract, assert_upgrades, make_old_schema, user
 
 pytestmark = pytest.mark.backend("postgres")
 
@@ -76,6 +78,26 @@ class TestPostgresStore(SharedStoreContract):
         assert "ix_omnisync_messages_window" in plan and "Sort" not in plan, plan
         assert "Limit" in plan
 
+    @pytest.mark.parametrize("filters, index", [({}, "page"), ({"status": "completed"}, "by_status"), ({"session_id": "s1"}, "by_session")])
+    @pytest.mark.parametrize("from_cursor", [False, True])
+    def test_a_page_of_runs_walks_its_index_from_the_cursor(self, store, filters, index, from_cursor):
+        made = utcnow()
+        records = [
+            RunRecord(run_id=f"{kind}-{i}", agent=AGENT, session_id=f"s{i % 30}", kind=kind, status=("completed", "failed")[i % 2], created_at=made + timedelta(milliseconds=i))
+            for i in range(600)
+            for kind in [("run", "session", "fold")[i % 3]]
+        ]
+        store.save_runs([(record, None) for record in records])
+        after = (made + timedelta(milliseconds=300), "run-300") if from_cursor else None
+        compiled = store.runs_page_query(AGENT, after, 5, **filters).compile(store.engine, compile_kwargs={"literal_binds": True})
+        with store.engine.begin() as conn:
+            conn.execute(sa.text("ANALYZE omnisync_runs"))
+            conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
+            conn.execute(sa.text("SET LOCAL enable_bitmapscan = off"))  # on a table this small it would win, with a sort
+            plan = "\n".join(row[0] for row in conn.execute(sa.text(f"EXPLAIN {compiled}")))
+        assert f"ix_omnisync_runs_{index}" in plan and "Limit" in plan, plan
+        assert "Sort" not in plan, plan  # read in order: nothing after the cursor is read whole
+
     @pytest.mark.parametrize("agent, after", [(None, None), (None, ("a1", "s5")), ("a1", None), ("a1", ("a1", "s5")), ("a1", ("a0", "s9"))])
     def test_a_page_of_sessions_walks_the_primary_key_from_its_cursor(self, store, agent, after):
         for i in range(30):
@@ -88,14 +110,11 @@ class TestPostgresStore(SharedStoreContract):
         assert "Index" in plan and "GroupAggregate" in plan and "Limit" in plan, plan
         assert "Sort" not in plan and "HashAggregate" not in plan, plan  # nothing after the cursor is read whole
 
-    def test_a_version_1_database_gains_the_events_table_and_keeps_its_data(self):
+    @pytest.mark.parametrize("version", [1, 2])
+    def test_an_older_database_is_upgraded_and_keeps_its_data(self, version):
         with fresh_database(_reachable("PostgreSQL", postgres_url())) as url:
-            engine = sa.create_engine(url)
-            with engine.begin() as conn:  # the tables of version 1, as that release made them
-                sql_schema.metadata.create_all(conn, tables=[sql_schema.schema_info, sql_schema.sessions, sql_schema.messages, sql_schema.runs])
-                conn.execute(sql_schema.schema_info.insert().values(id=1, version=1))
-            engine.dispose()
-            assert_upgrades_version_1(SQLStore, url)
+            make_old_schema(url, version)
+            assert_upgrades(SQLStore, url, version)
 
     def test_a_read_against_a_stopped_server_raises(self):
         with pytest.raises(StoreError, match="SQL store"):

@@ -295,6 +295,26 @@ class TestRedisStore(SharedStoreContract):
             store.save_run(RunRecord(run_id=run_id, agent=AGENT, session_id="s", created_at=now - timedelta(minutes=age)), None)
         assert [r.run_id for r in store.list_runs(AGENT)] == ["c", "a", "b"]
 
+    def test_a_page_of_runs_reads_the_index_a_bounded_step_at_a_time(self, store, monkeypatch):
+        runs = self._paged_runs(store)  # four records to a run: three of other kinds
+        monkeypatch.setattr(redis_store, "RUNS_PAGE_SCAN", 5)
+        scripts = []
+        real = store._runs_page
+        monkeypatch.setattr(store, "_runs_page", lambda **kw: scripts.append(kw["args"][4]) or real(**kw))
+        assert [r.run_id for r in store.runs_page(AGENT, None, 6)] == [r.run_id for r in runs[:6]]
+        assert len(scripts) > 1 and set(scripts) == {5}  # 6 runs lie among 21 entries: several bounded steps
+        for status, session_id in [(None, None), (COMPLETED, None), (None, "s2"), (COMPLETED, "s1")]:
+            expected = [r.run_id for r in runs if status in (None, r.status) and session_id in (None, r.session_id)]
+            for size in (1, 4):
+                assert [r.run_id for r in store.iter_runs(AGENT, status=status, session_id=session_id, page_size=size)] == expected
+
+    def test_a_page_of_runs_drops_index_entries_of_expired_records(self, store):
+        gone = RunRecord(run_id="gone", agent=AGENT, session_id="s", created_at=utcnow(), expires_at=utcnow() - timedelta(seconds=1))
+        store.save_run(gone, None)
+        store.save_run(RunRecord(run_id="kept", agent=AGENT, session_id="s", created_at=utcnow()), None)
+        assert [r.run_id for r in store.runs_page(AGENT)] == ["kept"]
+        assert store.client.zcard(f"{store._agent_stem(AGENT)}:runs") == 1
+
     def test_prune_keeps_unfinished_runs_with_an_old_finished_at(self, store):
         old = utcnow() - timedelta(days=40)
         store.save_run(RunRecord(run_id="odd", agent=AGENT, session_id="s", finished_at=old, created_at=old), None)

@@ -17,7 +17,7 @@ from omnisync.errors import ConfigurationError, StoreError
 from omnisync.stores.sql import SQLStore
 from omnisync.stores.sqlite import SQLiteStore
 from omnisync.stores import sql_schema
-from store_contract import AGENT, SharedStoreContract, StoreContract, assert_upgrades_version_1, user
+from store_contract import AGENT, SharedStoreContract, StoreContract, assert_upgrades, make_old_schema, user
 
 
 @pytest.fixture(params=[SQLiteStore, SQLStore], ids=["sqlite3-path", "sqlalchemy-path"])
@@ -84,14 +84,11 @@ class TestSQLiteFileStore(SharedStoreContract):
         with closing(sqlite3.connect(path)) as raw, raw:
             assert raw.execute("select content from omnisync_messages").fetchall() == [("precious",)]
 
-    def test_a_version_1_database_gains_the_events_table_and_keeps_its_data(self, store_class, tmp_path):
-        url = f"sqlite:///{tmp_path / 'v1.db'}"
-        engine = sa.create_engine(url)
-        with engine.begin() as conn:  # the tables of version 1, as that release made them
-            sql_schema.metadata.create_all(conn, tables=[sql_schema.schema_info, sql_schema.sessions, sql_schema.messages, sql_schema.runs])
-            conn.execute(sql_schema.schema_info.insert().values(id=1, version=1))
-        engine.dispose()
-        assert_upgrades_version_1(store_class, url)
+    @pytest.mark.parametrize("version", [1, 2])
+    def test_an_older_database_is_upgraded_and_keeps_its_data(self, store_class, tmp_path, version):
+        url = f"sqlite:///{tmp_path / 'old.db'}"
+        make_old_schema(url, version)
+        assert_upgrades(store_class, url, version)
 
     def test_a_read_that_fails_raises_instead_of_returning_nothing(self, store, sqlite_url):
         path = sqlite_url.removeprefix("sqlite:///")

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from ..errors import NotSerializableError, RunConflictError
 from ..messages import Message
-from ..run_record import RunRecord
+from ..run_record import RUN, RunRecord
 
 SEQ_STEP = 2
 """Messages take seq 2, 4, 6, ...; a summary of messages up to s takes s + 1."""
@@ -44,6 +44,9 @@ class RunEvent:
     name: str
     data: dict[str, Any]
 
+
+RunCursor = tuple[datetime, str]
+"""A place in the pages of an agent's runs: the ``(created_at, run_id)`` of the run before it."""
 
 MAX_EVENTS_READ = 1000
 """The most events one :meth:`MemoryStore.read_events` returns."""
@@ -204,6 +207,45 @@ class MemoryStore(ABC):
     def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
         """This agent's run records, oldest first, optionally of one status or session."""
 
+    def runs_page(
+        self,
+        agent: str,
+        after: RunCursor | None = None,
+        limit: int = 100,
+        *,
+        status: str | None = None,
+        session_id: str | None = None,
+    ) -> list[RunRecord]:
+        """Up to ``limit`` of the agent's runs (records of kind ``run``: not the session leases,
+        summary claims and other records the agent keeps beside them), optionally of one status
+        or session, ordered by ``(created_at, run_id)``, strictly after the ``after`` cursor
+        (:func:`run_cursor` of the last run of the page before; None: from the start).
+
+        A run created while paging is listed once, if it sorts after the cursor (a new run
+        does). A record with no ``created_at`` (omnisync writes none) is not paged. This default
+        reads :meth:`list_runs` whole; each backend overrides it with a bounded read, and says
+        in its docstring what a page costs. ``limit`` below 1 is a ValueError.
+        """
+        limit = page_limit(limit, "runs")
+        found = [
+            r
+            for r in self.list_runs(agent, status=status, session_id=session_id)
+            if r.kind == RUN and r.created_at is not None and (after is None or run_cursor(r) > after)
+        ]
+        return sorted(found, key=run_cursor)[:limit]
+
+    def iter_runs(
+        self, agent: str, *, status: str | None = None, session_id: str | None = None, page_size: int = 500
+    ) -> Iterator[RunRecord]:
+        """The agent's runs in :meth:`runs_page` order, read ``page_size`` at a time."""
+        after: RunCursor | None = None
+        while True:
+            page = self.runs_page(agent, after, page_size, status=status, session_id=session_id)
+            yield from page
+            if len(page) < page_size:
+                return
+            after = run_cursor(page[-1])
+
     @abstractmethod
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         """Delete this agent's finished runs that finished before ``finished_before``, and their
@@ -360,11 +402,18 @@ def check_events(events: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str
     return checked
 
 
-def page_limit(limit: int) -> int:
-    """A :meth:`MemoryStore.sessions_page` ``limit``, checked."""
+def page_limit(limit: int, of: str = "sessions") -> int:
+    """A page's ``limit`` (:meth:`MemoryStore.sessions_page`, :meth:`MemoryStore.runs_page`), checked."""
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"limit must be a whole number of sessions, at least 1, not {limit!r}: pass the page size you want")
+        raise ValueError(f"limit must be a whole number of {of}, at least 1, not {limit!r}: pass the page size you want")
     return limit
+
+
+def run_cursor(record: RunRecord) -> RunCursor:
+    """Where a page of runs that ends with ``record`` leaves off (:meth:`MemoryStore.runs_page`)."""
+    if record.created_at is None:
+        raise ValueError(f"run {record.run_id!r} has no created_at, so no place in the pages of runs")
+    return (record.created_at, record.run_id)
 
 
 def events_limit(after: int, limit: int) -> int:

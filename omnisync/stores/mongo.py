@@ -83,12 +83,13 @@ from .. import _env
 from .._logging import logger
 from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
-from ..run_record import FINISHED_STATUSES, RunRecord
+from ..run_record import FINISHED_STATUSES, RUN, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
     MemoryStore,
+    RunCursor,
     RunEvent,
     SessionInfo,
     check_events,
@@ -116,7 +117,10 @@ SEQ_INDEX = "omnisync_seq"
 WINDOW_INDEX = "omnisync_window"
 RUN_INDEX = "omnisync_run_version"
 RUN_LIST_INDEX = "omnisync_run_list"
+RUN_PAGE_INDEX = "omnisync_run_page"
 RUN_TTL_INDEX = "omnisync_run_ttl"
+RUNS_PAGE_SCAN = 500
+"""The most run documents one step of :meth:`MongoStore.runs_page` reads."""
 EVENTS_INDEX = "omnisync_run_events"
 EVENTS_READ_INDEX = "omnisync_run_events_read"
 EVENTS_TTL_INDEX = "omnisync_run_events_ttl"
@@ -208,6 +212,9 @@ class MongoStore(MemoryStore):
                 [("agent", ASCENDING), ("run_id", ASCENDING), ("version", ASCENDING)], unique=True, name=RUN_INDEX
             )
             self.runs.create_index([("agent", ASCENDING), ("created_at", ASCENDING)], name=RUN_LIST_INDEX)
+            self.runs.create_index(
+                [("agent", ASCENDING), ("created_at", ASCENDING), ("run_id", ASCENDING), ("version", DESCENDING)], name=RUN_PAGE_INDEX
+            )
             try:
                 self.runs.create_index("expires_at", expireAfterSeconds=0, name=RUN_TTL_INDEX)
                 self.expires_runs_itself = True
@@ -582,6 +589,52 @@ class MongoStore(MemoryStore):
             if doc["version"] == newest[doc["run_id"]] and not _expired(doc, now)
         ]
 
+    def runs_page(
+        self,
+        agent: str,
+        after: RunCursor | None = None,
+        limit: int = 100,
+        *,
+        status: str | None = None,
+        session_id: str | None = None,
+    ) -> list[RunRecord]:
+        """Steps of two queries, each of at most RUNS_PAGE_SCAN documents: the run documents
+        after the cursor in (created_at, run_id) order (the page index), then the newest
+        version of each run found, so a run whose newer version left the status asked for is
+        not listed. Leases and claims share the collection and are read and skipped, so a
+        page whose runs are far apart takes a step for each RUNS_PAGE_SCAN documents between.
+        ``created_at`` is compared to the millisecond, as BSON keeps it."""
+        limit = page_limit(limit, "runs")
+        query: dict[str, Any] = {"agent": _text("agent", agent), "created_at": {"$ne": None}}
+        if session_id is not None:
+            query["session_id"] = _text("session_id", session_id)
+        if status is not None:
+            query["status"] = _text("status", status)
+        order = [("created_at", ASCENDING), ("run_id", ASCENDING), ("version", DESCENDING)]
+        fields = {"run_id": 1, "version": 1, "created_at": 1, "expires_at": 1, "data": 1}
+        place = None if after is None else (_millis(after[0]), _text("run_id", after[1]))
+        found: list[RunRecord] = []
+        while True:
+            step = dict(query)
+            if place is not None:
+                step["$or"] = [{"created_at": {"$gt": place[0]}}, {"created_at": place[0], "run_id": {"$gt": place[1]}}]
+            with self._errors("reading a page of runs"):
+                docs = list(self.runs.find(step, fields).sort(order).limit(RUNS_PAGE_SCAN))
+                ids = list({doc["run_id"] for doc in docs})
+                newest = _newest_versions(self.runs.find({"agent": agent, "run_id": {"$in": ids}}, {"run_id": 1, "version": 1})) if ids else {}
+            now = utcnow()
+            for doc in docs:
+                if doc["version"] != newest.get(doc["run_id"]) or _expired(doc, now):
+                    continue
+                record = RunRecord.from_json(doc["data"])
+                if record.kind == RUN:
+                    found.append(record)
+                    if len(found) == limit:
+                        return found
+            if len(docs) < RUNS_PAGE_SCAN:
+                return found
+            place = (docs[-1]["created_at"], docs[-1]["run_id"])
+
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         """Delete the runs that finished before ``finished_before``, and any run past its ``expires_at``."""
         if not isinstance(finished_before, datetime):
@@ -743,6 +796,12 @@ def _now() -> datetime:
     """The current UTC time at BSON's millisecond precision, so what append returns is what reads return."""
     now = utcnow()
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def _millis(moment: datetime) -> datetime:
+    """``moment`` in UTC cut to the millisecond: what BSON keeps of a time, so a cursor compares alike."""
+    utc = moment.astimezone(timezone.utc)
+    return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
 
 
 def _utc(value: datetime | None) -> datetime | None:

@@ -100,12 +100,13 @@ from .._logging import logger
 from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..redact import redact_url
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
-from ..run_record import FINISHED_STATUSES, RunRecord
+from ..run_record import FINISHED_STATUSES, RUN, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
     MemoryStore,
+    RunCursor,
     RunEvent,
     SessionInfo,
     check_events,
@@ -329,6 +330,46 @@ end
 return found
 """
 
+# Runs of one kind after a cursor, in index order (score, then token): what a page of runs reads.
+# KEYS: run index; ARGV: record key stem, cursor score ("" from the start), cursor token,
+#       limit, most index entries to read, kind, "1" to filter on status, status, "1" to filter
+#       on session, session.
+# Returns {records' data, last entry read (score, token) or false, 1 if entries may follow}.
+# A record's status and session are hash fields; only one that has them is decoded for its kind.
+RUNS_PAGE_SCAN = 1000
+"""The most entries of an agent's run index one script of :meth:`RedisStore.runs_page` reads."""
+_RUNS_PAGE = """
+local found, last_score, last_token = {}, false, false
+local limit, scan = tonumber(ARGV[4]), tonumber(ARGV[5])
+local function consider(token, score)
+  last_score, last_token = score, token
+  local fields = redis.call('HMGET', ARGV[1] .. token, 'data', 'status', 'session')
+  if not fields[1] then
+    redis.call('ZREM', KEYS[1], token)
+  elseif (ARGV[7] ~= '1' or fields[2] == ARGV[8]) and (ARGV[9] ~= '1' or fields[3] == ARGV[10]) then
+    local record = cjson.decode(fields[1])
+    if (record['kind'] or 'run') == ARGV[6] and type(record['created_at']) == 'string' then found[#found + 1] = fields[1] end
+  end
+end
+local read, min = 0, '-inf'
+if ARGV[2] ~= '' then
+  for _, token in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[2], ARGV[2])) do
+    if #found == limit then return {found, last_score, last_token, 1} end
+    if token > ARGV[3] then
+      consider(token, ARGV[2])
+      read = read + 1
+    end
+  end
+  min = '(' .. ARGV[2]
+end
+local entries = redis.call('ZRANGEBYSCORE', KEYS[1], min, '+inf', 'WITHSCORES', 'LIMIT', 0, math.max(scan - read, 1))
+for i = 1, #entries, 2 do
+  if #found == limit then return {found, last_score, last_token, 1} end
+  consider(entries[i], entries[i + 1])
+end
+return {found, last_score, last_token, #entries == 2 * math.max(scan - read, 1) and 1 or 0}
+"""
+
 # KEYS: run index; ARGV: record key stem, cutoff (µs), then the finished statuses
 _PRUNE_RUNS = """
 local finished = {}
@@ -379,6 +420,7 @@ class RedisStore(MemoryStore):
         self._append_and_save_run = client.register_script(_APPEND_AND_SAVE_RUN)
         self._load_lease_and_window = client.register_script(_LOAD_LEASE_AND_WINDOW)
         self._list_runs = client.register_script(_LIST_RUNS)
+        self._runs_page = client.register_script(_RUNS_PAGE)
         self._load_lease = client.register_script(_LOAD_LEASE)
         self._prune_runs = client.register_script(_PRUNE_RUNS)
         self._append_events = client.register_script(_APPEND_EVENTS)
@@ -741,6 +783,32 @@ class RedisStore(MemoryStore):
             found = self._list_runs(keys=[f"{stem}:runs"], args=args)
         return [RunRecord.from_json(data) for data in found]
 
+    def runs_page(
+        self,
+        agent: str,
+        after: RunCursor | None = None,
+        limit: int = 100,
+        *,
+        status: str | None = None,
+        session_id: str | None = None,
+    ) -> list[RunRecord]:
+        """One script per RUNS_PAGE_SCAN entries of the agent's run index read from the cursor:
+        a page whose runs are far apart (one status among many others, or one session's) takes
+        a script for each of those steps, each of bounded cost. Leases and claims are in the
+        index too, and are read and skipped (:data:`RUNS_PAGE_SCAN`)."""
+        limit = page_limit(limit, "runs")
+        stem = self._agent_stem(agent)
+        score, token = ("", "") if after is None else (str(_micros(after[0])), _token(after[1]))
+        found: list[RunRecord] = []
+        while True:
+            args: list[str | int] = [f"{stem}:run:", score, token, limit - len(found), RUNS_PAGE_SCAN, RUN, *_filter(status), *_filter(session_id)]
+            with self._errors():
+                data, last_score, last_token, more = self._runs_page(keys=[f"{stem}:runs"], args=args)
+            found += [RunRecord.from_json(d) for d in data]
+            if len(found) == limit or not more or not last_token:
+                return found
+            score, token = _text(last_score), _text(last_token)
+
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         stem = self._agent_stem(agent)
         args: list[Any] = [f"{stem}:run:", _micros(finished_before), *FINISHED_STATUSES]
@@ -808,6 +876,11 @@ def _token(text: str) -> str:
 
 def _untoken(token: str | bytes) -> str:
     return bytes.fromhex(_text(token)).decode("utf-8", "surrogatepass")
+
+
+def _filter(value: str | None) -> tuple[str, str]:
+    """A script's filter arguments: whether to filter, and on what."""
+    return ("", "") if value is None else ("1", value)
 
 
 def _text(value: str | bytes) -> str:

@@ -30,12 +30,13 @@ from typing import Any
 from .._logging import logger
 from ..errors import MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
-from ..run_record import FINISHED_STATUSES, RunRecord
+from ..run_record import FINISHED_STATUSES, RUN, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
     MemoryStore,
+    RunCursor,
     RunEvent,
     SessionInfo,
     check_events,
@@ -88,7 +89,7 @@ SESSIONS = (
     .order_by(_m.agent, _m.session_id)
 )
 _r = schema.runs.c
-RUN_COLUMNS = ("agent", "run_id", "session_id", "status", "version", "created_at", "finished_at", "data")
+RUN_COLUMNS = ("agent", "run_id", "session_id", "kind", "status", "version", "created_at", "finished_at", "data")
 # Every column bound by name, so a compiled statement names them all whatever a call passes.
 INSERT_RUN = schema.runs.insert().values({name: sa.bindparam(f"v_{name}") for name in RUN_COLUMNS})
 UPDATE_RUN = (
@@ -215,6 +216,8 @@ class SQLStore(MemoryStore):
                     f"understands ({schema.SCHEMA_VERSION}): upgrade omnisync."
                 )
             elif version < schema.SCHEMA_VERSION:  # create_all above added the tables it lacked
+                if version < 3:
+                    upgrade_runs_to_3(conn)
                 conn.execute(schema.schema_info.update().values(version=schema.SCHEMA_VERSION))
                 logger.info("%s: schema upgraded from version %s to %s", self._describe(), version, schema.SCHEMA_VERSION)
 
@@ -386,6 +389,41 @@ class SQLStore(MemoryStore):
         with self._statement() as conn:
             return [RunRecord.from_json(data) for data in conn.execute(query).scalars()]
 
+    def runs_page(
+        self,
+        agent: str,
+        after: RunCursor | None = None,
+        limit: int = 100,
+        *,
+        status: str | None = None,
+        session_id: str | None = None,
+    ) -> list[RunRecord]:
+        """One SELECT of at most ``limit`` rows (:meth:`runs_page_query`)."""
+        query = self.runs_page_query(agent, after, page_limit(limit, "runs"), status=status, session_id=session_id)
+        with self._statement() as conn:
+            return [RunRecord.from_json(data) for data in conn.execute(query).scalars()]
+
+    def runs_page_query(
+        self, agent: str, after: RunCursor | None, limit: int, *, status: str | None = None, session_id: str | None = None
+    ) -> Any:
+        """A page of runs, read in order from the index that starts with the filters given
+        (``ix_omnisync_runs_page``, ``_by_status`` or ``_by_session``) from the cursor on."""
+        table = schema.runs
+        query = (
+            sa.select(table.c.data)
+            .where(table.c.agent == agent, table.c.kind == RUN, table.c.created_at.is_not(None))
+            .order_by(table.c.created_at, table.c.run_id)
+            .limit(limit)
+        )
+        if status is not None:
+            query = query.where(table.c.status == status)
+        if session_id is not None:
+            query = query.where(table.c.session_id == session_id)
+        if after is not None:
+            created_at = sa.literal(after[0].astimezone(timezone.utc), table.c.created_at.type)
+            query = query.where(sa.tuple_(table.c.created_at, table.c.run_id) > sa.tuple_(created_at, sa.literal(after[1])))
+        return query
+
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         table = schema.runs
         doomed = (
@@ -515,12 +553,37 @@ def _load_lease_statement(dialect: str) -> Any:
     )
 
 
+def upgrade_runs_to_3(conn: Connection) -> None:
+    """Schema 2 (or 1) to 3: each run row gains ``kind``, as its record's JSON says, and the
+    indexes that pages of runs read in order replace the one of schema 2. Inside the caller's transaction."""
+    table = schema.runs
+    conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN kind VARCHAR(16) DEFAULT '{RUN}' NOT NULL"))
+    # A run's compact JSON holds this text; what lacks it is a lease, a claim, or a record
+    # written before records carried their kind, which its JSON then settles.
+    maybe_not_runs = sa.select(table.c.agent, table.c.run_id, table.c.data).where(table.c.data.not_like(f'%"kind":"{RUN}"%'))
+    kinds = [
+        {"key_agent": agent, "key_run_id": run_id, "kind": kind}
+        for agent, run_id, data in conn.execute(maybe_not_runs)
+        if (kind := json.loads(data).get("kind", RUN)) != RUN
+    ]
+    if kinds:
+        conn.execute(
+            table.update().where(table.c.agent == sa.bindparam("key_agent"), table.c.run_id == sa.bindparam("key_run_id")).values(kind=sa.bindparam("kind")),
+            kinds,
+        )
+    for name in schema.RUNS_INDEXES_BEFORE_3:
+        conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
+    for index in table.indexes:
+        index.create(conn, checkfirst=True)
+
+
 def run_values(saved: RunRecord) -> dict[str, Any]:
     """A run record's column values, named as INSERT_RUN and UPDATE_RUN bind them."""
     return {
         "v_agent": saved.agent,
         "v_run_id": saved.run_id,
         "v_session_id": saved.session_id,
+        "v_kind": saved.kind,
         "v_status": saved.status,
         "v_version": saved.version,
         "v_created_at": saved.created_at,

@@ -15,8 +15,11 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 2
-"""1: sessions, messages, runs. 2: run_events (added to a version 1 database when it is opened)."""
+from ..run_record import RUN
+
+SCHEMA_VERSION = 3
+"""1: sessions, messages, runs. 2: run_events. 3: runs.kind, and the indexes pages of runs
+read by (:func:`omnisync.stores.sql.upgrade_runs_to_3`). An older database is upgraded when opened."""
 
 metadata: MetaData = MetaData()
 
@@ -68,15 +71,20 @@ runs: Table = Table(
     Column("agent", String(255), nullable=False),
     Column("run_id", String(64), nullable=False),
     Column("session_id", String(255), nullable=False),
+    Column("kind", String(16), nullable=False, server_default=RUN),
     Column("status", String(32), nullable=False),
     Column("version", Integer, nullable=False),
     Column("created_at", DateTime(timezone=True)),
     Column("finished_at", DateTime(timezone=True)),
     Column("data", Text, nullable=False),
     PrimaryKeyConstraint("agent", "run_id"),
-    Index("ix_omnisync_runs_status", "agent", "status", "created_at"),
+    # One per way a page of runs is asked for: all, of one status, of one session.
+    Index("ix_omnisync_runs_page", "agent", "kind", "created_at", "run_id"),
+    Index("ix_omnisync_runs_by_status", "agent", "kind", "status", "created_at", "run_id"),
+    Index("ix_omnisync_runs_by_session", "agent", "session_id", "kind", "created_at", "run_id"),
     Index("ix_omnisync_runs_finished", "agent", "finished_at"),
 )
+RUNS_INDEXES_BEFORE_3 = ("ix_omnisync_runs_status",)
 
 # A run's events (the server's SSE stream, text deltas coalesced), deleted with the run.
 # The id is the run's max + 1 inside the insert; the primary key refuses a second writer
