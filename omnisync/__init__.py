@@ -15,6 +15,7 @@ from .results import (
     PreviewWindow,
     RunRecordDict,
     RunResult,
+    RunsPage,
     SessionUsage,
     Usage,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "RunError",
     "RunRecordDict",
     "RunResult",
+    "RunsPage",
     "SessionUsage",
     "StoreError",
     "ToolRegistry",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime
 from typing import Any, cast
 
 from . import run_state
@@ -15,14 +16,14 @@ from .messages import Message
 from .model.config import ModelConfig
 from .prompt import PromptBuilder
 from .output import OutputType
-from .results import HistoryMessage, HistoryPage, Preview, RunRecordDict, RunResult, SessionUsage
+from .results import HistoryMessage, HistoryPage, Preview, RunRecordDict, RunResult, RunsPage, SessionUsage
 from .router import MemoryRouter
 from .run_events import RunSteps, run_to_end
-from .run_record import RUN_STATUSES
+from .run_record import RUN_STATUSES, RunRecord
 from .runner import ON_BUSY, Runner, new_session_id, result_of
 from .content import Content, UserContent, check_content
 from .streaming import AgentStream, streams
-from .stores.base import MemoryStore
+from .stores.base import MemoryStore, RunCursor, run_cursor
 from .summaries import Summarizer
 from .tokens import TokenCounter, default_counter
 from .tools import ToolRegistry
@@ -182,12 +183,27 @@ class OmniCoreAgent:
         return cast(RunRecordDict, run_state.load(self._store(), self.name, _check_run_id(run_id)).to_record())
 
     def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[RunRecordDict]:
-        """This agent's run records, oldest first."""
-        if status is not None and status not in RUN_STATUSES:
-            raise ConfigurationError(f"Unknown run status: {status}. Use one of: {', '.join(RUN_STATUSES)}")
-        if session_id is not None:
-            _check_session_id(session_id)
+        """This agent's run records, oldest first (read a page at a time: :meth:`list_runs_page`)."""
+        _check_run_filters(status, session_id)
         return [cast(RunRecordDict, r.to_record()) for r in run_state.list_runs(self._store(), self.name, status=status, session_id=session_id)]
+
+    def list_runs_page(
+        self, *, status: str | None = None, session_id: str | None = None, cursor: str | None = None, limit: int = 100
+    ) -> RunsPage:
+        """Up to ``limit`` of this agent's run records, oldest first, after ``cursor`` (None: from
+        the start), and the ``next_cursor`` to pass for the page after this one (None on the last).
+
+        One bounded read of the store per page on SQL (an index in run order), a bounded step at
+        a time on Redis and MongoDB (see each store's ``runs_page``): page through many runs
+        without holding them. A run started meanwhile shows on a later page; none shows twice.
+        """
+        _check_run_filters(status, session_id)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError(f"limit must be a whole number of runs, at least 1, not {limit!r}")
+        found = self._store().runs_page(self.name, _runs_cursor(cursor), limit + 1, status=status, session_id=session_id)
+        page = found[:limit]
+        next_cursor = _runs_cursor_of(page[-1]) if len(found) > limit else None
+        return {"runs": [cast(RunRecordDict, r.to_record()) for r in page], "next_cursor": next_cursor}
 
     def get_session_usage(self, session_id: str) -> SessionUsage:
         """Every model call of the session's runs added up, summary calls included (see :mod:`omnisync.usage`).
@@ -330,6 +346,35 @@ def _history_entry(message: Message, include_inactive: bool) -> HistoryMessage:
         return cast(HistoryMessage, message.to_chat())
     marks = {"status": message.status, "seq": message.seq, "summary": message.is_summary, "partial": bool(message.metadata.get("partial"))}
     return cast(HistoryMessage, {**message.to_chat(), **marks})
+
+
+def _check_run_filters(status: str | None, session_id: str | None) -> None:
+    if status is not None and status not in RUN_STATUSES:
+        raise ConfigurationError(f"Unknown run status: {status}. Use one of: {', '.join(RUN_STATUSES)}")
+    if session_id is not None:
+        _check_session_id(session_id)
+
+
+def _runs_cursor_of(record: RunRecord) -> str:
+    """A ``next_cursor`` of :meth:`OmniCoreAgent.list_runs_page`: the last run's creation time and id."""
+    created_at, run_id = run_cursor(record)
+    return f"{created_at.isoformat()}/{run_id}"
+
+
+def _runs_cursor(cursor: str | None) -> RunCursor | None:
+    """The place a ``next_cursor`` of :meth:`OmniCoreAgent.list_runs_page` names."""
+    if cursor is None:
+        return None
+    created_at = None
+    if isinstance(cursor, str):
+        when, _, run_id = cursor.partition("/")
+        try:
+            created_at = datetime.fromisoformat(when) if run_id else None
+        except ValueError:
+            pass
+    if created_at is None or created_at.tzinfo is None:
+        raise ConfigurationError(f"cursor {cursor!r:.80} is not one this agent gave: pass the next_cursor of the previous page as it is")
+    return created_at, run_id
 
 
 def _history_cursor(cursor: str | None) -> int | None:

@@ -44,6 +44,7 @@ from .results import (
     PreviewWindow,
     RunRecordDict,
     RunResult,
+    RunsPage,
     SessionUsage,
     Usage,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "RunError",
     "RunRecordDict",
     "RunResult",
+    "RunsPage",
     "SessionUsage",
     "StoreError",
     "ToolRegistry",

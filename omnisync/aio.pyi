@@ -8,14 +8,14 @@ from omnisync.content import ContentPart as ContentPart, UserContent as UserCont
 from omnisync.errors import ConfigurationError as ConfigurationError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
 from omnisync.model.config import ModelConfig
 from omnisync.remote import RemoteAgent as _BlockingRemoteAgent
-from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, HistoryPage as HistoryPage, ModelCallUsage as ModelCallUsage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, SessionUsage as SessionUsage, Usage as Usage
+from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, HistoryPage as HistoryPage, ModelCallUsage as ModelCallUsage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, RunsPage as RunsPage, SessionUsage as SessionUsage, Usage as Usage
 from omnisync.router import MemoryRouter as _BlockingMemoryRouter
 from omnisync.stores.base import MemoryStore
 from omnisync.tokens import TokenCounter
 from omnisync.tools.registry import ToolRegistry as ToolRegistry
 from typing import Any
 
-__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "HistoryMessage", "HistoryPage", "MemoryRouter", "MissingDependencyError", "ModelCallUsage", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RemoteAgent", "RunError", "RunRecordDict", "RunResult", "SessionUsage", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
+__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "HistoryMessage", "HistoryPage", "MemoryRouter", "MissingDependencyError", "ModelCallUsage", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RemoteAgent", "RunError", "RunRecordDict", "RunResult", "RunsPage", "SessionUsage", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
 
 class MemoryRouter:
     """``omnisync.MemoryRouter`` with coroutine methods (``await router.close()``)."""
@@ -78,7 +78,14 @@ class OmniCoreAgent:
     async def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult:
         """Raise the limits of a run that awaits budget by these amounts; then call ``resume``."""
     async def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[RunRecordDict]:
-        """This agent's run records, oldest first."""
+        """This agent's run records, oldest first (read a page at a time: :meth:`list_runs_page`)."""
+    async def list_runs_page(self, *, status: str | None = None, session_id: str | None = None, cursor: str | None = None, limit: int = 100) -> RunsPage:
+        """Up to ``limit`` of this agent's run records, oldest first, after ``cursor`` (None: from
+        the start), and the ``next_cursor`` to pass for the page after this one (None on the last).
+
+        One bounded read of the store per page on SQL (an index in run order), a bounded step at
+        a time on Redis and MongoDB (see each store's ``runs_page``): page through many runs
+        without holding them. A run started meanwhile shows on a later page; none shows twice."""
     @property
     def memory_router(self) -> MemoryRouter: ...
     async def preview(self, session_id: str, message: UserContent | None = None) -> Preview:
@@ -149,6 +156,8 @@ class RemoteAgent:
     async def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult: ...
     async def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[RunRecordDict]:
         """Every run of this agent, oldest first (the server's pages followed)."""
+    async def list_runs_page(self, *, status: str | None = None, session_id: str | None = None, cursor: str | None = None, limit: int = 100) -> RunsPage:
+        """As :meth:`OmniCoreAgent.list_runs_page`; the server allows up to 500 a page."""
     async def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult: ...
     async def resume(self, run_id: str, output_type: Any = None) -> RunResult:
         """As :meth:`OmniCoreAgent.resume`: ``output_type`` again reads ``output`` into it."""

@@ -35,7 +35,7 @@ from .errors import ConfigurationError, OmnisyncError, RemoteError
 from .content import UserContent, check_content
 from .model.sse import EventParser
 from .output import OutputType
-from .results import HistoryMessage, HistoryPage, RunRecordDict, RunResult, SessionUsage
+from .results import HistoryMessage, HistoryPage, RunRecordDict, RunResult, RunsPage, SessionUsage
 from .run_events import RunFailed, RunFinished, RunPaused
 from .runner import new_session_id
 from .serve.wire import ENDING_EVENTS, error_from_wire, event_from_wire, run_id_of
@@ -44,7 +44,7 @@ from .streaming import EventStream, StreamEvent, streams
 DEFAULT_TIMEOUT = 60.0
 CONNECT_TRIES = 3
 RECONNECTS = 3
-HISTORY_PAGE = 500  # the most the server sends a page
+LARGEST_PAGE = 500  # the most the server sends a page (of messages, or of runs)
 
 
 class RemoteAgent:
@@ -109,14 +109,21 @@ class RemoteAgent:
 
     def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[RunRecordDict]:
         """Every run of this agent, oldest first (the server's pages followed)."""
-        params = {k: v for k, v in (("status", status), ("session", session_id)) if v is not None}
         runs: list[RunRecordDict] = []
+        cursor: str | None = None
         while True:
-            page = self._call("GET", self._agent_path("runs"), params=params)
+            page = self.list_runs_page(status=status, session_id=session_id, cursor=cursor, limit=LARGEST_PAGE)
             runs.extend(page["runs"])
-            if not page["next_cursor"]:
+            cursor = page["next_cursor"]
+            if cursor is None:
                 return runs
-            params["cursor"] = page["next_cursor"]
+
+    def list_runs_page(
+        self, *, status: str | None = None, session_id: str | None = None, cursor: str | None = None, limit: int = 100
+    ) -> RunsPage:
+        """As :meth:`OmniCoreAgent.list_runs_page`; the server allows up to 500 a page."""
+        params = {k: v for k, v in (("status", status), ("session", session_id), ("cursor", cursor), ("limit", limit)) if v is not None}
+        return cast(RunsPage, self._call("GET", self._agent_path("runs"), params=params))
 
     def get_session_usage(self, session_id: str) -> SessionUsage:
         """As :meth:`OmniCoreAgent.get_session_usage`: every model call of the session's runs added up."""
@@ -129,7 +136,7 @@ class RemoteAgent:
         messages: list[HistoryMessage] = []
         cursor: str | None = None
         while True:
-            page = self.get_session_history_page(session_id, cursor=cursor, limit=HISTORY_PAGE, include_inactive=include_inactive)
+            page = self.get_session_history_page(session_id, cursor=cursor, limit=LARGEST_PAGE, include_inactive=include_inactive)
             messages.extend(page["messages"])
             cursor = page["next_cursor"]
             if cursor is None:

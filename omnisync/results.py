@@ -148,6 +148,14 @@ class HistoryPage(TypedDict):
     next_cursor: str | None
 
 
+class RunsPage(TypedDict):
+    """A page of ``list_runs_page``: its ``runs``, and the ``next_cursor`` to pass for the next
+    page (None on the last)."""
+
+    runs: list[RunRecordDict]
+    next_cursor: str | None
+
+
 class PreviewWindow(TypedDict):
     """The memory window ``preview`` loaded: its ``mode`` and ``value`` and how many messages it held."""
 

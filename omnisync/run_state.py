@@ -55,8 +55,8 @@ def load(store: MemoryStore, agent: str, run_id: str) -> RunRecord:
 
 
 def list_runs(store: MemoryStore, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
-    """The agent's run records, oldest first (summary claims left out)."""
-    return [r for r in store.list_runs(agent, status=status, session_id=session_id) if r.kind == RUN]
+    """The agent's run records, oldest first (leases and summary claims left out), read a page at a time."""
+    return list(store.iter_runs(agent, status=status, session_id=session_id))
 
 
 def prune(store: MemoryStore, agent: str, retention_days: int | None) -> int:

@@ -19,7 +19,7 @@ import pytest
 
 import backends
 from omnisync.agent import OmniCoreAgent
-from omnisync.messages import Message
+from omnisync.messages import Message, utcnow
 from omnisync.router import MemoryRouter
 from omnisync.run_record import AWAITING_APPROVAL, RunRecord
 from omnisync.stores.sql import SQLStore
@@ -142,6 +142,21 @@ def test_long_listings_are_printed_whole_a_page_at_a_time(tmp_path):
     assert [m["message"]["content"] for m in history] == [f"m{i}" for i in range(1203)]
     table = cli("history", "long", "--agent", "many", env=env).stdout.splitlines()
     assert [line.split()[-1] for line in table[1:]] == [f"m{i}" for i in range(1203)]
+
+
+def test_many_runs_are_printed_whole_a_page_at_a_time(tmp_path):
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    made = utcnow()
+    with SQLStore(url) as store:
+        store.append("many", "s", [Message(role="user", content="hello", tokens=1)])
+        store.save_runs([(RunRecord(run_id=f"run-{i:04d}", agent="many", session_id="s", status="completed", created_at=made), None) for i in range(1203)])
+        store.save_run(RunRecord(run_id="session-lease", agent="many", session_id="s", kind="session", created_at=made), None)
+    env = environment(DATABASE_URL=url)
+    expected = [f"run-{i:04d}" for i in range(1203)]  # the session's lease is not a run
+    assert [r["run_id"] for r in json.loads(cli("runs", "--json", env=env).stdout)] == expected
+    lines = cli("runs", "--agent", "many", env=env).stdout.splitlines()
+    assert lines[0].split()[0] == "RUN" and [line.split()[0] for line in lines[1:]] == expected
+    assert len({line.index(line.split()[1]) for line in lines}) == 1  # one column for the agents throughout
 
 
 def test_history_shows_active_messages_or_everything_marked(env):

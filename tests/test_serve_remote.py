@@ -16,8 +16,9 @@ from tool_agents import SYSTEM, counting_tools
 
 from omnisync import OmniCoreAgent, aio
 from omnisync.errors import ConfigurationError, OutputValidationError, RunNotFoundError, RunStateError, SessionBusyError
-from omnisync.messages import Message
+from omnisync.messages import Message, utcnow
 from omnisync.remote import RemoteAgent
+from omnisync.run_record import RunRecord
 from omnisync.run_events import RunFinished, RunPaused, RunStarted, TextDelta, ToolCall, ToolResult
 from omnisync.serve import create_app
 
@@ -182,6 +183,50 @@ def test_runs_are_listed_by_status_and_session(agent):
     agent.run("c", session_id="s8")
     assert [r["status"] for r in agent.list_runs(session_id="s7")] == ["completed", "awaiting_approval"]
     assert [r["run_id"] for r in agent.list_runs(status="awaiting_approval")] == [paused["run_id"]]
+
+
+def test_runs_read_in_pages_are_every_run_once(agent):
+    for word in ("a", "b", "c", "d"):
+        agent.run(word, session_id="p1")
+    agent.run("elsewhere", session_id="p2")
+    whole = agent.list_runs()
+    pages, cursor = [], None
+    while True:
+        page = agent.list_runs_page(cursor=cursor, limit=2)
+        pages.append([r["run_id"] for r in page["runs"]])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert [len(p) for p in pages] == [2, 2, 1] and [r for p in pages for r in p] == [r["run_id"] for r in whole]
+    first = agent.list_runs_page(session_id="p1", limit=3)
+    later = agent.run("e", session_id="p1")  # started between two pages: read once, on a later page
+    rest = agent.list_runs_page(session_id="p1", cursor=first["next_cursor"])
+    assert [r["run_id"] for r in first["runs"] + rest["runs"]] == [r["run_id"] for r in agent.list_runs(session_id="p1")]
+    assert rest["runs"][-1]["run_id"] == later["run_id"] and rest["next_cursor"] is None
+    assert agent.list_runs_page(status="failed") == {"runs": [], "next_cursor": None}
+
+
+@pytest.mark.parametrize("bad", [{"cursor": "x"}, {"cursor": "2026-01-01T00:00:00/r"}, {"limit": 0}, {"status": "done"}])
+def test_a_bad_runs_cursor_limit_or_status_is_a_configuration_error(agent, bad):
+    agent.run("hello", session_id="p3")
+    with pytest.raises(ConfigurationError, match="cursor|limit|status"):
+        agent.list_runs_page(**bad)
+    assert len(agent.list_runs(session_id="p3")) == 1  # nothing lost
+
+
+def test_remote_runs_more_than_a_page_are_read_whole_in_pages(model_url):
+    local = make_agent(model_url)
+    store = local.memory_router.store
+    made = utcnow()
+    for i in range(1203):
+        store.save_run(RunRecord(run_id=f"run-{i:04}", agent="assistant", session_id="many", status="completed", created_at=made), None)
+    with uvicorn_server(create_app(local)) as base, RemoteAgent(base, agent="assistant") as remote:
+        sent = []
+        remote._http.hooks["response"].append(lambda response, *args, **kwargs: sent.append(response.url))
+        runs = remote.list_runs()
+    assert [r["run_id"] for r in runs] == [f"run-{i:04}" for i in range(1203)]
+    assert len(sent) == 3 and all("limit=500" in url for url in sent)  # three bounded pages
+    local.cleanup()
 
 
 def test_errors_are_the_same_classes(agent):

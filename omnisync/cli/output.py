@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar, cast
+
+T = TypeVar("T")
 
 SNIPPET = 100
 
@@ -36,6 +39,15 @@ def _print_aligned(cells: list[list[str]], widths: list[int], out: TextIO) -> li
         line = "  ".join(value.ljust(width) for value, width in zip(row[:-1], widths))
         print((f"{line}  {row[-1]}" if len(row) > 1 else row[0]).rstrip(), file=out)
     return widths
+
+
+def nonempty(items: Iterator[T]) -> Iterator[T] | None:
+    """``items`` whole, or None if there are none (its first page read to know)."""
+    first = next(items, _NONE)
+    return None if first is _NONE else itertools.chain([cast(T, first)], items)
+
+
+_NONE = object()
 
 
 def print_json_items(items: Iterable[Any], out: TextIO | None = None) -> None:

@@ -15,19 +15,20 @@ from .. import run_state
 from ..router import MemoryRouter
 from ..run_record import AWAITING_APPROVAL, RunRecord
 from ..usage import STEP, SUMMARY, session_usage
-from .output import note, print_json, table, when
+from .output import nonempty, note, print_json_items, table, when
 
 
 def runs(args: argparse.Namespace, router: MemoryRouter) -> int:
+    """Printed a page at a time as the store reads them (:meth:`MemoryStore.iter_runs`), as ``sessions`` is."""
     store = router.store
     agents = [args.agent] if args.agent else sorted({s.agent for s in store.iter_sessions()})
-    found = [r for agent in agents for r in run_state.list_runs(store, agent, status=args.status, session_id=args.session)]
+    found = nonempty(r for agent in agents for r in store.iter_runs(agent, status=args.status, session_id=args.session))
     if args.json:
-        print_json([r.to_record() for r in found])
-    elif found:
+        print_json_items(r.to_record() for r in found or ())
+    elif found is not None:
         table(
             ("RUN", "AGENT", "SESSION", "STATUS", "STEP", "TOKENS", "UPDATED", "WAITING FOR"),
-            [(r.run_id, r.agent, r.session_id, r.status, r.step, _tokens(r), when(r.updated_at), _waiting_for(r)) for r in found],
+            ((r.run_id, r.agent, r.session_id, r.status, r.step, _tokens(r), when(r.updated_at), _waiting_for(r)) for r in found),
         )
     else:
         note("no run records" + (f" with status {args.status}" if args.status else ""))

@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import itertools
-from collections.abc import Iterator
-from typing import TypeVar, cast
 
 from ..content import describe
 from ..messages import Message
 from ..router import MemoryRouter
-from .output import note, print_json_items, snippet, table, when
+from .output import nonempty, note, print_json_items, snippet, table, when
 from ..transfer.records import message_line
 from .errors import CommandError
 from .parts import elided_message
-
-T = TypeVar("T")
 
 
 def sessions(args: argparse.Namespace, router: MemoryRouter) -> int:
     """Printed a page at a time as the store reads them: a store with a million sessions prints
     its first lines at once and never holds the listing."""
-    found = _nonempty(router.store.iter_sessions(args.agent))
+    found = nonempty(router.store.iter_sessions(args.agent))
     if found is None:
         if args.agent:
             raise CommandError(no_sessions(args.agent))
@@ -41,7 +36,7 @@ def sessions(args: argparse.Namespace, router: MemoryRouter) -> int:
 
 def history(args: argparse.Namespace, router: MemoryRouter) -> int:
     """Printed a page at a time, as :func:`sessions`."""
-    messages = _nonempty(router.store.iter_history(args.agent, args.session, include_inactive=args.all))
+    messages = nonempty(router.store.iter_history(args.agent, args.session, include_inactive=args.all))
     if messages is None:
         require_session(router, args.agent, args.session)
         if not args.json:
@@ -56,15 +51,6 @@ def history(args: argparse.Namespace, router: MemoryRouter) -> int:
     else:
         table(("SEQ", "ROLE", "CONTENT"), ((m.seq, m.role, _content(m)) for m in messages))
     return 0
-
-
-def _nonempty(items: Iterator[T]) -> Iterator[T] | None:
-    """``items`` whole, or None if there are none (its first page read to know)."""
-    first = next(items, _NONE)
-    return None if first is _NONE else itertools.chain([cast(T, first)], items)
-
-
-_NONE = object()
 
 
 def _status(message: Message) -> str:

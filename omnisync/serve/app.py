@@ -276,13 +276,11 @@ class _Api:
         name, agent = self._agent(request)
         only_params(request, "status", "session", "limit", "cursor")
         limit, after = page_size(request), decode_cursor(request)
-        records = await agent.list_runs(status=request.query_params.get("status"), session_id=request.query_params.get("session"))
-        ordered = sorted(records, key=lambda r: [r["created_at"] or "", r["run_id"]])
-        if after is not None:
-            ordered = [r for r in ordered if [r["created_at"] or "", r["run_id"]] > after]
-        page = ordered[:limit]
-        more = len(ordered) > limit
-        return JSONResponse({"runs": page, "next_cursor": encode_cursor([page[-1]["created_at"] or "", page[-1]["run_id"]]) if more else None})
+        page = await agent.list_runs_page(
+            status=request.query_params.get("status"), session_id=request.query_params.get("session"), cursor=after[0] if after else None, limit=limit
+        )
+        next_cursor = page["next_cursor"]
+        return JSONResponse({"runs": page["runs"], "next_cursor": encode_cursor([next_cursor]) if next_cursor else None})
 
     async def events(self, request: Request) -> Response:
         name, agent = self._agent(request)
