@@ -475,14 +475,18 @@ class StoreContract:
         store.save_run(self._run("theirs", created_at=at(4)).evolve(agent="other"), None)
         return sorted(runs, key=lambda r: (r.created_at, r.run_id))
 
-    def test_run_pages_concatenate_to_the_runs_oldest_first(self, store):
-        runs = self._paged_runs(store)
+    def assert_every_filter_pages_alike(self, store, runs, sizes=(1, 2, 5, 100)):
+        """Pages of every size, of each status and session, join up to ``runs`` filtered alike."""
         for status in (None, AWAITING_APPROVAL, COMPLETED, "failed"):
             for session_id in (None, "s1", "s2", "nowhere"):
                 expected = [r.run_id for r in runs if status in (None, r.status) and session_id in (None, r.session_id)]
-                for size in (1, 2, 5, 100):
+                for size in sizes:
                     paged = store.iter_runs(AGENT, status=status, session_id=session_id, page_size=size)
                     assert [r.run_id for r in paged] == expected, (status, session_id, size)
+
+    def test_run_pages_concatenate_to_the_runs_oldest_first(self, store):
+        runs = self._paged_runs(store)
+        self.assert_every_filter_pages_alike(store, runs)
         assert [r.run_id for r in store.runs_page(AGENT)] == [r.run_id for r in runs]
         assert store.runs_page(AGENT, limit=3) == runs[:3]  # whole records, as saved
         assert store.runs_page("nobody") == []

@@ -334,19 +334,14 @@ class TestMongoStore(SharedStoreContract):
                 store.save_run(first.evolve(step=9), expected_version=expected)
         assert store.load_run(AGENT, "r").step == 2 and store.runs.count_documents({"run_id": "r"}) == 1
 
-    def test_list_runs_reads_the_newest_version_only(self, store):
+    @pytest.mark.parametrize("listed", ["list_runs", "runs_page"])
+    def test_a_listing_reads_the_newest_version_only(self, store, listed):
         saved = store.save_run(_run(status="running"), None)
         newer = saved.evolve(status="awaiting_approval", version=2)
         store.runs.insert_one(mongo._run_document(newer))  # a save whose clean-up has not run
-        assert store.list_runs(AGENT, status="running") == []
-        assert store.list_runs(AGENT) == [newer] == store.list_runs(AGENT, status="awaiting_approval")
-
-    def test_a_page_of_runs_reads_the_newest_version_only(self, store):
-        saved = store.save_run(_run(status="running"), None)
-        newer = saved.evolve(status="awaiting_approval", version=2)
-        store.runs.insert_one(mongo._run_document(newer))  # a save whose clean-up has not run
-        assert store.runs_page(AGENT, status="running") == []
-        assert store.runs_page(AGENT) == [newer] == store.runs_page(AGENT, status="awaiting_approval")
+        read = getattr(store, listed)
+        assert read(AGENT, status="running") == []
+        assert read(AGENT) == [newer] == read(AGENT, status="awaiting_approval")
 
     def test_a_page_of_runs_reads_the_collection_a_bounded_step_at_a_time(self, store, monkeypatch):
         runs = self._paged_runs(store)  # four records to a run: three of other kinds
@@ -356,10 +351,7 @@ class TestMongoStore(SharedStoreContract):
         monkeypatch.setattr(store, "runs", type("Runs", (), {"find": lambda _, *a, **kw: _Limits(real_find(*a, **kw), limits)})())
         assert [r.run_id for r in store.runs_page(AGENT, None, 6)] == [r.run_id for r in runs[:6]]
         assert len(limits) > 1 and set(limits) == {5}  # 6 runs lie among 21 documents: several bounded steps
-        for status, session_id in [(None, None), (COMPLETED, None), (None, "s2"), (COMPLETED, "s1")]:
-            expected = [r.run_id for r in runs if status in (None, r.status) and session_id in (None, r.session_id)]
-            for size in (1, 4):
-                assert [r.run_id for r in store.iter_runs(AGENT, status=status, session_id=session_id, page_size=size)] == expected
+        self.assert_every_filter_pages_alike(store, runs, sizes=(1, 4))
 
     def test_expired_runs_are_gone_on_every_server(self, store):
         past = utcnow() - timedelta(seconds=5)

@@ -303,10 +303,7 @@ class TestRedisStore(SharedStoreContract):
         monkeypatch.setattr(store, "_runs_page", lambda **kw: scripts.append(kw["args"][4]) or real(**kw))
         assert [r.run_id for r in store.runs_page(AGENT, None, 6)] == [r.run_id for r in runs[:6]]
         assert len(scripts) > 1 and set(scripts) == {5}  # 6 runs lie among 21 entries: several bounded steps
-        for status, session_id in [(None, None), (COMPLETED, None), (None, "s2"), (COMPLETED, "s1")]:
-            expected = [r.run_id for r in runs if status in (None, r.status) and session_id in (None, r.session_id)]
-            for size in (1, 4):
-                assert [r.run_id for r in store.iter_runs(AGENT, status=status, session_id=session_id, page_size=size)] == expected
+        self.assert_every_filter_pages_alike(store, runs, sizes=(1, 4))
 
     def test_a_page_of_runs_drops_index_entries_of_expired_records(self, store):
         gone = RunRecord(run_id="gone", agent=AGENT, session_id="s", created_at=utcnow(), expires_at=utcnow() - timedelta(seconds=1))

@@ -222,11 +222,14 @@ class MemoryStore(ABC):
         (:func:`run_cursor` of the last run of the page before; None: from the start).
 
         A run created while paging is listed once, if it sorts after the cursor (a new run
-        does). A record with no ``created_at`` (omnisync writes none) is not paged. This default
-        reads :meth:`list_runs` whole; each backend overrides it with a bounded read, and says
-        in its docstring what a page costs. ``limit`` below 1 is a ValueError.
+        does). A record with no ``created_at`` (omnisync writes none) is not paged. The SQL, Redis
+        and MongoDB stores read a page with bounded reads, and say in their ``_page_of_runs``
+        docstrings what a page costs. ``limit`` below 1 is a ValueError.
         """
-        limit = page_limit(limit, "runs")
+        return self._page_of_runs(agent, after, page_limit(limit, "runs"), status, session_id)
+
+    def _page_of_runs(self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None) -> list[RunRecord]:
+        """:meth:`runs_page`, ``limit`` checked. This default reads :meth:`list_runs` whole."""
         found = [
             r
             for r in self.list_runs(agent, status=status, session_id=session_id)

@@ -589,22 +589,13 @@ class MongoStore(MemoryStore):
             if doc["version"] == newest[doc["run_id"]] and not _expired(doc, now)
         ]
 
-    def runs_page(
-        self,
-        agent: str,
-        after: RunCursor | None = None,
-        limit: int = 100,
-        *,
-        status: str | None = None,
-        session_id: str | None = None,
-    ) -> list[RunRecord]:
+    def _page_of_runs(self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None) -> list[RunRecord]:
         """Steps of two queries, each of at most RUNS_PAGE_SCAN documents: the run documents
         after the cursor in (created_at, run_id) order (the page index), then the newest
         version of each run found, so a run whose newer version left the status asked for is
         not listed. Leases and claims share the collection and are read and skipped, so a
         page whose runs are far apart takes a step for each RUNS_PAGE_SCAN documents between.
         ``created_at`` is compared to the millisecond, as BSON keeps it."""
-        limit = page_limit(limit, "runs")
         query: dict[str, Any] = {"agent": _text("agent", agent), "created_at": {"$ne": None}}
         if session_id is not None:
             query["session_id"] = _text("session_id", session_id)

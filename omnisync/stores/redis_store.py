@@ -783,20 +783,11 @@ class RedisStore(MemoryStore):
             found = self._list_runs(keys=[f"{stem}:runs"], args=args)
         return [RunRecord.from_json(data) for data in found]
 
-    def runs_page(
-        self,
-        agent: str,
-        after: RunCursor | None = None,
-        limit: int = 100,
-        *,
-        status: str | None = None,
-        session_id: str | None = None,
-    ) -> list[RunRecord]:
+    def _page_of_runs(self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None) -> list[RunRecord]:
         """One script per RUNS_PAGE_SCAN entries of the agent's run index read from the cursor:
         a page whose runs are far apart (one status among many others, or one session's) takes
         a script for each of those steps, each of bounded cost. Leases and claims are in the
         index too, and are read and skipped (:data:`RUNS_PAGE_SCAN`)."""
-        limit = page_limit(limit, "runs")
         stem = self._agent_stem(agent)
         score, token = ("", "") if after is None else (str(_micros(after[0])), _token(after[1]))
         found: list[RunRecord] = []

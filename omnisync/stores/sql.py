@@ -389,17 +389,9 @@ class SQLStore(MemoryStore):
         with self._statement() as conn:
             return [RunRecord.from_json(data) for data in conn.execute(query).scalars()]
 
-    def runs_page(
-        self,
-        agent: str,
-        after: RunCursor | None = None,
-        limit: int = 100,
-        *,
-        status: str | None = None,
-        session_id: str | None = None,
-    ) -> list[RunRecord]:
+    def _page_of_runs(self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None) -> list[RunRecord]:
         """One SELECT of at most ``limit`` rows (:meth:`runs_page_query`)."""
-        query = self.runs_page_query(agent, after, page_limit(limit, "runs"), status=status, session_id=session_id)
+        query = self.runs_page_query(agent, after, limit, status=status, session_id=session_id)
         with self._statement() as conn:
             return [RunRecord.from_json(data) for data in conn.execute(query).scalars()]
 
