@@ -190,9 +190,12 @@ def test_through_statement_pooling_the_store_does_not_open_and_says_what_to_chan
 
 
 @pytest.mark.parametrize("find_url", [postgres_url, pgbouncer_url], ids=["direct", "pgbouncer"])
-def test_several_processes_creating_the_schema_at_once_all_succeed(find_url):
+@pytest.mark.parametrize("older", [None, 2], ids=["new", "upgraded-from-2"])
+def test_several_processes_creating_the_schema_at_once_all_succeed(find_url, older):
     base = _reachable("PostgreSQL", find_url())
     with backends.fresh_database(base) as url:
+        if older:
+            make_old_schema(url, older)
         context = multiprocessing.get_context("spawn")
         go = context.Event()
         racers = [context.Process(target=_open_store_at, args=(url, go)) for _ in range(4)]
@@ -203,7 +206,8 @@ def test_several_processes_creating_the_schema_at_once_all_succeed(find_url):
             racer.join(timeout=120)
         assert [racer.exitcode for racer in racers] == [0, 0, 0, 0]
         with SQLStore(url) as store, store.engine.connect() as conn:
-            assert conn.execute(sa.text("SELECT count(*) FROM omnisync_schema")).scalar() == 1
+            assert conn.execute(sa.text("SELECT version FROM omnisync_schema")).all() == [(3,)]
+            assert len([c for c in sa.inspect(conn).get_columns("omnisync_runs") if c["name"] == "kind"]) == 1
             store.append(AGENT, "s", [user("after the race")])
             assert [m.content for m in store.history(AGENT, "s")] == ["after the race"]
 
