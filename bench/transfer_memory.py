@@ -1,10 +1,12 @@
 """Peak memory of whole-session work on SQLite, PostgreSQL and Redis, at 10^4 and 10^6 messages in one session.
 
 For each store and length, one session is filled through the store's own append, in batches of
-2,000. Then each operation runs in a fresh Python process, which reports its peak RSS (VmHWM in
-/proc/self/status) when done:
+2,000 (with ``--what runs``: one message, and that many run records of about 2 KB through
+``save_runs``, 1,000 a batch). Then each operation runs in a fresh Python process, which reports
+its peak RSS (VmHWM in /proc/self/status) when done:
 
-- iterate: every message of the session through ``store.iter_history`` (pages of 500);
+- iterate: every message of the session through ``store.iter_history`` (pages of 500), or every
+           run record through ``store.iter_records``;
 - export:  ``export_jsonl`` of the store to a file;
 - copy:    ``copy_store`` into an empty store of the same kind (counts verified at the end).
 
@@ -27,6 +29,7 @@ from ``scripts/services.sh env``, as ``bench/run.py`` does.
     python bench/transfer_memory.py                      # all three at 10^4 and 10^6: 16 minutes on 2 cores
     python bench/transfer_memory.py --stores sqlite --lengths 10000,100000 --dir /tmp/tm
     python bench/transfer_memory.py --lengths 10000,1000000 --store-lengths redis=10000,100000
+    python bench/transfer_memory.py --what runs --lengths 2000,100000
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ AGENT, SESSION = "assistant", "long"
 STORES = ("sqlite", "postgres", "redis")
 OPERATIONS = ("baseline", "iterate", "export", "copy")
 FILL_BATCH = 2000
+RUNS_BATCH = 1000
+WHATS = ("messages", "runs")
 
 Spec = dict[str, Any]
 """What ``omnisync.router.build_store`` opens: ``{"kind": ..., "url": ..., "options": {...}}``."""
@@ -76,9 +81,10 @@ def open_store(spec: Spec) -> Any:
 
 
 class SQLitePlace:
-    def __init__(self, scratch: Path, keep: Path | None) -> None:
-        self.base = keep or scratch / "sqlite"
+    def __init__(self, scratch: Path, keep: Path | None, what: str) -> None:
+        self.base = (keep or scratch / "sqlite") / what
         self.base.mkdir(parents=True, exist_ok=True)
+        self.what = what
 
     def _file(self, length: int, name: str) -> Spec:
         work = self.base / str(length)
@@ -93,9 +99,8 @@ class SQLitePlace:
         if not (self.base / str(length) / "source.db").exists():
             return False
         with open_store(self.source(length)) as store:
-            held = [i.message_count for i in store.iter_sessions(AGENT)]
-        if held == [length]:
-            return True
+            if held(store, self.what) == length:
+                return True
         self._remove(length, "source.db")
         return False
 
@@ -228,9 +233,9 @@ class RedisPlace:
             self.client.close()
 
 
-def place_for(name: str, scratch: Path, keep: Path | None) -> SQLitePlace | PostgresPlace | RedisPlace:
+def place_for(name: str, scratch: Path, keep: Path | None, what: str) -> SQLitePlace | PostgresPlace | RedisPlace:
     if name == "sqlite":
-        return SQLitePlace(scratch, keep)
+        return SQLitePlace(scratch, keep, what)
     if name == "postgres":
         return PostgresPlace()
     return RedisPlace()
@@ -239,11 +244,28 @@ def place_for(name: str, scratch: Path, keep: Path | None) -> SQLitePlace | Post
 # --- the work -----------------------------------------------------------------------------
 
 
-def fill(spec: Spec, length: int) -> float:
-    from omnisync.messages import Message
+def held(store: Any, what: str) -> int:
+    if what == "runs":
+        return sum(1 for _ in store.iter_records(AGENT))
+    return sum(i.message_count for i in store.iter_sessions(AGENT))
+
+
+def fill(spec: Spec, length: int, what: str) -> float:
+    from omnisync.messages import Message, utcnow
+    from omnisync.run_record import COMPLETED, RunRecord
 
     started = time.perf_counter()
     with open_store(spec) as store:
+        if what == "runs":
+            store.append(AGENT, SESSION, [Message(role="user", content="hello", tokens=1)])
+            made = utcnow()
+            for start in range(0, length, RUNS_BATCH):
+                records = [
+                    RunRecord(run_id=f"run_{i:08d}", agent=AGENT, session_id=SESSION, status=COMPLETED, response="lorem ipsum " * 170, created_at=made)
+                    for i in range(start, min(start + RUNS_BATCH, length))
+                ]
+                store.save_runs([(record, None) for record in records])
+            return time.perf_counter() - started
         for start in range(0, length, FILL_BATCH):
             batch = [
                 Message(role="user" if i % 2 == 0 else "assistant", content=f"message {i}: " + "lorem ipsum dolor sit amet " * 4, tokens=30)
@@ -254,37 +276,40 @@ def fill(spec: Spec, length: int) -> float:
 
 
 def child(operation: str, scratch: Path) -> None:
-    """One operation in this (fresh) process, on the stores read from stdin; prints ``<peak MiB> <messages seen> <seconds>``."""
+    """One operation in this (fresh) process, on the stores read from stdin; prints ``<peak MiB> <records seen> <seconds>``."""
     from omnisync.transfer import copy_store, export_jsonl
 
     specs = json.loads(sys.stdin.read())
+    runs = specs["what"] == "runs"
     started = time.perf_counter()
     seen = 0
     with open_store(specs["source"]) as store:
         if operation == "iterate":
-            for _ in store.iter_history(AGENT, SESSION, include_inactive=True):
+            records = store.iter_records(AGENT) if runs else store.iter_history(AGENT, SESSION, include_inactive=True)
+            for _ in records:
                 seen += 1
         elif operation == "export":
-            seen = export_jsonl(store, scratch / "export.jsonl").lines
+            seen = export_jsonl(store, scratch / "export.jsonl").lines - (1 if runs else 0)  # the one message
         elif operation == "copy":
             with open_store(specs["target"]) as target:
-                seen = copy_store(store, target).written.total
+                report = copy_store(store, target)
+                seen = report.runs if runs else report.written.total
     print(f"{peak_rss_mib():.1f} {seen} {time.perf_counter() - started:.1f}")
 
 
-def measure(operation: str, source: Spec, target: Spec | None, scratch: Path, length: int) -> tuple[float, float]:
+def measure(operation: str, source: Spec, target: Spec | None, scratch: Path, length: int, what: str) -> tuple[float, float]:
     """Peak MiB and seconds of ``operation`` in a fresh process (the URLs go through stdin, not argv)."""
     (scratch / "export.jsonl").unlink(missing_ok=True)
     done = subprocess.run(
         [sys.executable, __file__, "--child", operation, str(scratch)],
-        input=json.dumps({"source": source, "target": target}), capture_output=True, text=True,
+        input=json.dumps({"source": source, "target": target, "what": what}), capture_output=True, text=True,
     )
     (scratch / "export.jsonl").unlink(missing_ok=True)
     if done.returncode != 0:
         raise RuntimeError(f"{operation} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     peak, seen, seconds = done.stdout.split()
     if operation != "baseline" and int(seen) != length:
-        raise RuntimeError(f"{operation} saw {int(seen):,} messages, not {length:,}")
+        raise RuntimeError(f"{operation} saw {int(seen):,} {what}, not {length:,}")
     return float(peak), float(seconds)
 
 
@@ -302,18 +327,18 @@ def terminated_cleanly() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run_store(place: Any, name: str, lengths: list[int], scratch: Path) -> tuple[dict[tuple[str, int], tuple[float, float]], dict[int, float]]:
+def run_store(place: Any, name: str, lengths: list[int], scratch: Path, what: str) -> tuple[dict[tuple[str, int], tuple[float, float]], dict[int, float]]:
     results: dict[tuple[str, int], tuple[float, float]] = {}
     fills: dict[int, float] = {}
     try:
         for length in lengths:
             source = place.source(length)
             if not place.filled(length):
-                fills[length] = fill(source, length)
-                print(f"[{name}] filled {length:,} messages through append in {fills[length]:.0f} s", file=sys.stderr, flush=True)
+                fills[length] = fill(source, length, what)
+                print(f"[{name}] filled {length:,} {what} in {fills[length]:.0f} s", file=sys.stderr, flush=True)
             for operation in OPERATIONS:
                 target = place.fresh_target(length) if operation == "copy" else None
-                results[operation, length] = measure(operation, source, target, scratch, length)
+                results[operation, length] = measure(operation, source, target, scratch, length, what)
                 peak, seconds = results[operation, length]
                 print(f"[{name}] {operation} at {length:,}: peak {peak:.1f} MiB, {seconds:.1f} s", file=sys.stderr, flush=True)
             place.done(length)
@@ -322,9 +347,11 @@ def run_store(place: Any, name: str, lengths: list[int], scratch: Path) -> tuple
     return results, fills
 
 
-def table(stores: list[str], lengths_of: dict[str, list[int]], results: dict[str, Any], skipped: dict[str, str], fills: dict[str, dict[int, float]]) -> str:
+def table(
+    stores: list[str], lengths_of: dict[str, list[int]], results: dict[str, Any], skipped: dict[str, str], fills: dict[str, dict[int, float]], what: str
+) -> str:
     columns = sorted({n for name in stores for n in lengths_of[name]})
-    header = [f"peak RSS at {n:,}" for n in columns] + ["longest / shortest"]
+    header = [f"peak RSS at {n:,} {what}" for n in columns] + ["longest / shortest"]
     lines = ["| store | operation | " + " | ".join(header) + " |", "|---" * (len(header) + 2) + "|"]
     for name in stores:
         if name in skipped:
@@ -340,7 +367,7 @@ def table(stores: list[str], lengths_of: dict[str, list[int]], results: dict[str
             lines.append(f"| {name} | {operation} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
     filled = [f"{name} {n:,} in {s:.0f} s" for name in stores for n, s in sorted(fills.get(name, {}).items())]
     if filled:
-        lines += ["", "Filled through append, 2,000 a batch: " + ", ".join(filled) + "."]
+        lines += ["", "Filled: " + ", ".join(filled) + "."]
     return "\n".join(lines)
 
 
@@ -352,6 +379,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stores", default=",".join(STORES), help="which of sqlite,postgres,redis (default: all three)")
     parser.add_argument("--lengths", default="10000,1000000")
+    parser.add_argument("--what", choices=WHATS, default="messages", help="what the session holds so many of (default: messages)")
     parser.add_argument("--store-lengths", action="append", default=[], metavar="STORE=N,N",
                         help="other lengths for one store, e.g. redis=10000,100000 (repeatable)")
     parser.add_argument("--dir", default=None, help="keep the SQLite files here, for the next run (default: removed)")
@@ -383,15 +411,15 @@ def main() -> None:
         with terminated_cleanly():
             for name in stores:
                 try:
-                    place = place_for(name, scratch, keep)
+                    place = place_for(name, scratch, keep, args.what)
                 except Unavailable as exc:
                     skipped[name] = str(exc)
                     print(f"[{name}] skipped: {exc}", file=sys.stderr, flush=True)
                     continue
-                results[name], fills[name] = run_store(place, name, lengths_of[name], scratch)
+                results[name], fills[name] = run_store(place, name, lengths_of[name], scratch, args.what)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(table(stores, lengths_of, results, skipped, fills))
+    print(table(stores, lengths_of, results, skipped, fills, args.what))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ FINISHED_STATUSES = (COMPLETED, FAILED, CANCELLED)
 RUN = "run"  # an agent's run
 FOLD = "fold"  # a summary's claim on a range of messages, so one process folds it
 SESSION = "session"  # a session's lease: which run holds it (``lease_owner`` is that run's id)
-RUN_KINDS = (RUN, FOLD, SESSION)
+IDEMPOTENCY = "idempotency"  # a served request's Idempotency-Key: the run it started (omnisync.serve)
+RUN_KINDS = (RUN, FOLD, SESSION, IDEMPOTENCY)
 
 _TIME_FIELDS = ("created_at", "updated_at", "finished_at", "expires_at", "lease_until")
 

@@ -520,6 +520,16 @@ class StoreContract:
         assert seen == ["r1", "r2", "r3", "r4"]
         assert [r.run_id for r in store.runs_page(AGENT)] == ["r0", "r1", "r2", "r3", "r4"]
 
+    def test_every_record_beside_the_messages_is_read_in_pages_of_each_kind(self, store):
+        self._paged_runs(store)
+        store.save_run(self._run("idempotency-1", kind="idempotency"), None)
+        held = lambda session_id=None: sorted(r.run_id for r in store.list_runs(AGENT, session_id=session_id))
+        for size in (1, 7, 500):
+            for session_id in (None, "s1", "s2"):
+                records = [r.run_id for r in store.iter_records(AGENT, session_id=session_id, page_size=size)]
+                assert sorted(records) == held(session_id) and len(records) == len(set(records)), (size, session_id)
+        assert len(held()) == 12 * 4 + 1 and list(store.iter_records("nobody")) == []
+
     def test_a_page_of_fewer_than_one_run_is_refused(self, store):
         store.save_run(self._run(), None)
         for limit in (0, -1, True):

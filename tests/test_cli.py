@@ -266,7 +266,7 @@ def test_export_import_round_trip_keeps_statuses_summaries_and_runs(env, db, tmp
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in exported.read_text().splitlines()]
     assert {line["kind"] for line in lines} == {"message", "run", "run_events"}
-    assert sum(line["kind"] == "run" for line in lines) == 3
+    assert sum(line["kind"] == "run" for line in lines) == 6  # 3 runs, a lease, a claim, an idempotency key
     events = [line for line in lines if line["kind"] == "run_events"]
     assert [(e["run_id"], e["first"], [name for name, _ in e["events"]]) for e in events] == [("run-done", 1, ["run_started", "text_delta", "run_finished"])]
     assert lines[lines.index(events[0]) - 1]["record"]["run_id"] == "run-done"  # right after its run
@@ -294,7 +294,7 @@ def test_export_import_round_trip_keeps_statuses_summaries_and_runs(env, db, tmp
 
     appended = cli("import", "--append", "-", env=environment(DATABASE_URL=copy_url), stdin=exported.read_text())
     assert appended.returncode == 0, appended.stderr
-    assert "3 already there" in appended.stdout
+    assert "6 already there" in appended.stdout
     with open_sql(copy_url) as copy:
         assert [m.content for m in copy.history("helper", "s1")] == ["helper question", "helper answer"] * 2
         assert len(copy.history(AGENT, "s1", include_inactive=True)) == 20
@@ -329,7 +329,7 @@ def test_export_sqlite_opens_as_plain_tables(env, tmp_path):
     assert result.returncode == 0, result.stderr
     db = sqlite_utils.Database(target)
     assert set(db.table_names()) == {"messages", "runs", "run_events"}
-    assert db["messages"].count == 15 and db["runs"].count == 3 and db["run_events"].count == 3
+    assert db["messages"].count == 15 and db["runs"].count == 6 and db["run_events"].count == 3
     assert [(r["id"], r["name"]) for r in db.query("select id, name from run_events where run_id = 'run-done' order by id")] == [
         (1, "run_started"), (2, "text_delta"), (3, "run_finished")
     ]
@@ -350,7 +350,7 @@ def test_copy_sqlite_to_sqlite_verifies_counts(env, db, tmp_path):
     target = f"sqlite:///{tmp_path / 'target.db'}"
     result = cli("copy", "--from", db, "--to", target, "--progress", env=env)
     assert result.returncode == 0, result.stderr
-    assert "copied 3 sessions, 15 messages (8 active, 7 inactive, 3 summaries), 3 run records" in result.stdout
+    assert "copied 3 sessions, 15 messages (8 active, 7 inactive, 3 summaries), 6 run records" in result.stdout
     assert "counts verified" in result.stdout
     assert "copying [" in result.stderr and "100%" in result.stderr
     with open_sql(db) as source, open_sql(target) as copy:
@@ -567,11 +567,11 @@ def test_the_progress_bar_counts_records_and_completes_on_append(env, db, tmp_pa
     target = f"sqlite:///{tmp_path / 'target.db'}"
     first = cli("copy", "--from", db, "--to", target, "--progress", env=env)
     assert first.returncode == 0, first.stderr
-    assert first.stderr.rstrip().endswith("100%  18/18 records")  # 15 messages and 3 run records
+    assert first.stderr.rstrip().endswith("100%  21/21 records")  # 15 messages, 3 runs and 3 records beside them
     again = cli("copy", "--from", db, "--to", target, "--append", "--progress", env=env)
     assert again.returncode == 0, again.stderr
-    assert "3 already there" in again.stdout
-    assert again.stderr.rstrip().endswith("100%  18/18 records")
+    assert "6 already there" in again.stdout
+    assert again.stderr.rstrip().endswith("100%  21/21 records")
 
 
 def test_version(env):

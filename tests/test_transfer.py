@@ -49,10 +49,10 @@ def source():
 def test_export_to_a_stream_then_import_is_faithful(source):
     out = io.StringIO()
     done = export_jsonl(source, out)
-    assert done.sessions == 3 and done.lines == len(out.getvalue().splitlines()) == 19  # 15 messages, 3 runs, 1 line of events
+    assert done.sessions == 3 and done.lines == len(out.getvalue().splitlines()) == 22  # 15 messages, 3 runs and 3 records beside them, 1 line of events
     target = InMemoryStore()
     report = import_export(target, read_export(io.StringIO(out.getvalue()), name="backup"))
-    assert report.describe() == "3 sessions, 15 messages (8 active, 7 inactive, 3 summaries), 3 run records with 3 stored events"
+    assert report.describe() == "3 sessions, 15 messages (8 active, 7 inactive, 3 summaries), 6 run records with 3 stored events"
     assert snapshot(target) == snapshot(source)
     assert seqs(target, AGENT, "s1") == seqs(source, AGENT, "s1")
 
@@ -65,16 +65,44 @@ def test_export_to_a_path_selects_one_agent(source, tmp_path):
     assert not (tmp_path / "helper.jsonl.partial").exists()
 
 
+class PagesOnly(InMemoryStore):
+    """A store whose whole-listing read of run records fails, and whose pages of them are noted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pages: list[tuple[str, int]] = []
+
+    def list_runs(self, agent, status=None, session_id=None):
+        raise AssertionError("an export or a copy must read run records a page at a time")
+
+    def runs_page(self, agent, after=None, limit=100, *, status=None, session_id=None, kind="run"):
+        self.pages.append((kind, limit))
+        return super().runs_page(agent, after, limit, status=status, session_id=session_id, kind=kind)
+
+
+def test_export_and_copy_read_run_records_a_page_at_a_time(source):
+    paged = PagesOnly()
+    copy_store(source, paged)
+    paged.pages.clear()
+    for export in (lambda: export_jsonl(paged, io.StringIO()), lambda: copy_store(paged, InMemoryStore())):
+        export()
+        assert {kind for kind, _ in paged.pages} == {"run", "session", "fold", "idempotency"} and {limit for _, limit in paged.pages} == {500}
+        paged.pages.clear()
+    target = InMemoryStore()
+    copy_store(paged, target)
+    assert snapshot(target) == snapshot(source)
+
+
 def test_copy_between_stores_and_progress_counts_every_record(source):
     target, progress = InMemoryStore(), Recorded()
     copy_store(source, target, progress=progress)
     assert snapshot(target) == snapshot(source)
-    assert progress.total == progress.done == 18  # 15 messages and 3 run records
+    assert progress.total == progress.done == 21  # 15 messages, 3 runs and 3 records beside them
 
     again = Recorded()
     report = copy_store(source, target, append=True, progress=again)
-    assert report.runs_already_there == 3
-    assert again.done == again.total == 18  # skipped run records count too: the bar completes
+    assert report.runs_already_there == 6
+    assert again.done == again.total == 21  # skipped run records count too: the bar completes
 
 
 def test_a_destination_that_holds_a_session_is_refused_before_writing(source):
@@ -285,7 +313,7 @@ def test_events_are_skipped_with_a_run_that_is_already_there(source):
     target = InMemoryStore()
     copy_store(source, target)
     report = copy_store(source, target, append=True)
-    assert report.runs_already_there == 3 and report.events == 0
+    assert report.runs_already_there == 6 and report.events == 0
     assert len(target.read_events(AGENT, "run-done")) == 3  # not appended twice
 
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 from omnisync.messages import SUMMARY_PREFIX, Message, utcnow
-from omnisync.run_record import AWAITING_APPROVAL, COMPLETED, RunRecord
+from omnisync.run_record import AWAITING_APPROVAL, COMPLETED, FOLD, IDEMPOTENCY, SESSION, RunRecord
 from omnisync.stores.base import MemoryStore
 from store_contract import reply, tool_exchange, user
 
@@ -64,6 +64,18 @@ def fill(store: MemoryStore) -> None:
     store.save_run(done, expected_version=None)
     store.append_events(AGENT, "run-done", DONE_EVENTS)
     store.save_run(RunRecord(run_id="run-h", agent="helper", session_id="s1", status=COMPLETED, created_at=now), expected_version=None)
+    # Beside the runs, the records of other kinds an agent keeps: they travel too.
+    for record in kept_beside_runs(now):
+        store.save_run(record, expected_version=None)
+
+
+def kept_beside_runs(now):
+    """A session's lease (held by run-wait), a finished summary claim and an idempotency key's record."""
+    return [
+        RunRecord(run_id="session-s1", agent=AGENT, session_id="s1", kind=SESSION, lease_owner="run-wait", created_at=now, updated_at=now),
+        RunRecord(run_id="fold-s2", agent=AGENT, session_id="s2", kind=FOLD, status=COMPLETED, loaded_seq=(2, 6), created_at=now, finished_at=now),
+        RunRecord(run_id="idempotency-s2", agent=AGENT, session_id="s2", kind=IDEMPOTENCY, status=COMPLETED, lease_owner="run-done", created_at=now),
+    ]
 
 
 def snapshot(store: MemoryStore) -> dict:

@@ -19,10 +19,10 @@ from typing import Any
 
 from ..errors import ConfigurationError, RunConflictError
 from ..messages import utcnow
-from ..run_record import COMPLETED, FAILED, RUNNING, RunRecord
+from ..run_record import COMPLETED, FAILED, IDEMPOTENCY, RUNNING, RunRecord
 from ..stores.base import MemoryStore
 
-KIND = "idempotency"
+KIND = IDEMPOTENCY
 MAX_KEY_LENGTH = 255
 
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from ..errors import NotSerializableError, RunConflictError
 from ..messages import Message
-from ..run_record import RUN, RunRecord
+from ..run_record import RUN, RUN_KINDS, RunRecord
 
 SEQ_STEP = 2
 """Messages take seq 2, 4, 6, ...; a summary of messages up to s takes s + 1."""
@@ -215,10 +215,10 @@ class MemoryStore(ABC):
         *,
         status: str | None = None,
         session_id: str | None = None,
+        kind: str = RUN,
     ) -> list[RunRecord]:
-        """Up to ``limit`` of the agent's runs (records of kind ``run``: not the session leases,
-        summary claims and other records the agent keeps beside them), optionally of one status
-        or session, ordered by ``(created_at, run_id)``, strictly after the ``after`` cursor
+        """Up to ``limit`` of the agent's runs (records of kind ``run``, or of the ``kind`` given:
+        see :data:`~omnisync.run_record.RUN_KINDS`), optionally of one status or session, ordered by ``(created_at, run_id)``, strictly after the ``after`` cursor
         (:func:`run_cursor` of the last run of the page before; None: from the start).
 
         A run created while paging is listed once, if it sorts after the cursor (a new run
@@ -226,28 +226,38 @@ class MemoryStore(ABC):
         and MongoDB stores read a page with bounded reads, and say in their ``_page_of_runs``
         docstrings what a page costs. ``limit`` below 1 is a ValueError.
         """
-        return self._page_of_runs(agent, after, page_limit(limit, "runs"), status, session_id)
+        return self._page_of_runs(agent, after, page_limit(limit, "runs"), status, session_id, kind)
 
-    def _page_of_runs(self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None) -> list[RunRecord]:
+    def _page_of_runs(
+        self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None, kind: str
+    ) -> list[RunRecord]:
         """:meth:`runs_page`, ``limit`` checked. This default reads :meth:`list_runs` whole."""
         found = [
             r
             for r in self.list_runs(agent, status=status, session_id=session_id)
-            if r.kind == RUN and r.created_at is not None and (after is None or run_cursor(r) > after)
+            if r.kind == kind and r.created_at is not None and (after is None or run_cursor(r) > after)
         ]
         return sorted(found, key=run_cursor)[:limit]
 
     def iter_runs(
-        self, agent: str, *, status: str | None = None, session_id: str | None = None, page_size: int = 500
+        self, agent: str, *, status: str | None = None, session_id: str | None = None, kind: str = RUN, page_size: int = 500
     ) -> Iterator[RunRecord]:
-        """The agent's runs in :meth:`runs_page` order, read ``page_size`` at a time."""
+        """The agent's runs (or records of ``kind``) in :meth:`runs_page` order, read ``page_size`` at a time."""
         after: RunCursor | None = None
         while True:
-            page = self.runs_page(agent, after, page_size, status=status, session_id=session_id)
+            page = self.runs_page(agent, after, page_size, status=status, session_id=session_id, kind=kind)
             yield from page
             if len(page) < page_size:
                 return
             after = run_cursor(page[-1])
+
+    def iter_records(self, agent: str, *, session_id: str | None = None, page_size: int = 500) -> Iterator[RunRecord]:
+        """Every record the agent keeps beside its messages (runs, session leases, summary claims
+        and idempotency keys: :data:`~omnisync.run_record.RUN_KINDS`), optionally of one session,
+        a kind at a time, each in :meth:`runs_page` order: what an export or a copy carries,
+        read ``page_size`` at a time, never held whole."""
+        for kind in RUN_KINDS:
+            yield from self.iter_runs(agent, session_id=session_id, kind=kind, page_size=page_size)
 
     @abstractmethod
     def prune_runs(self, agent: str, finished_before: datetime) -> int:

@@ -1,12 +1,14 @@
 """The in-process store: dicts behind one lock, gone when the process ends.
 
 Session keys are also kept sorted (Python's order of (agent, session_id)), so a page of
-sessions is a bisect and a walk: O(log N + limit + cleared sessions passed over).
+sessions is a bisect and a walk: O(log N + limit + cleared sessions passed over). A page of
+runs looks at every record of the store: O(N log limit).
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import threading
 from collections.abc import Sequence
@@ -20,6 +22,7 @@ from .base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
     MemoryStore,
+    RunCursor,
     RunEvent,
     SessionInfo,
     check_events,
@@ -27,6 +30,7 @@ from .base import (
     events_limit,
     page_limit,
     run_conflict,
+    run_cursor,
 )
 
 
@@ -190,6 +194,18 @@ class InMemoryStore(MemoryStore):
                 if a == agent and (status is None or r.status == status) and (session_id is None or r.session_id == session_id)
             ]
         return sorted(runs, key=lambda r: (r.created_at or datetime.min.replace(tzinfo=timezone.utc), r.run_id))
+
+    def _page_of_runs(
+        self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None, kind: str
+    ) -> list[RunRecord]:
+        with self._lock:
+            found = [
+                r
+                for (a, _), r in self._runs.items()
+                if a == agent and r.kind == kind and r.created_at is not None and (after is None or run_cursor(r) > after)
+                and (status is None or r.status == status) and (session_id is None or r.session_id == session_id)
+            ]
+        return heapq.nsmallest(limit, found, key=run_cursor)
 
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         with self._lock:

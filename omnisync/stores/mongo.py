@@ -83,7 +83,7 @@ from .. import _env
 from .._logging import logger
 from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
-from ..run_record import FINISHED_STATUSES, RUN, RunRecord
+from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
@@ -589,7 +589,9 @@ class MongoStore(MemoryStore):
             if doc["version"] == newest[doc["run_id"]] and not _expired(doc, now)
         ]
 
-    def _page_of_runs(self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None) -> list[RunRecord]:
+    def _page_of_runs(
+        self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None, kind: str
+    ) -> list[RunRecord]:
         """Steps of two queries, each of at most RUNS_PAGE_SCAN documents: the run documents
         after the cursor in (created_at, run_id) order (the page index), then the newest
         version of each run found, so a run whose newer version left the status asked for is
@@ -618,7 +620,7 @@ class MongoStore(MemoryStore):
                 if doc["version"] != newest.get(doc["run_id"]) or _expired(doc, now):
                     continue
                 record = RunRecord.from_json(doc["data"])
-                if record.kind == RUN:
+                if record.kind == kind:
                     found.append(record)
                     if len(found) == limit:
                         return found

@@ -100,7 +100,7 @@ from .._logging import logger
 from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..redact import redact_url
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
-from ..run_record import FINISHED_STATUSES, RUN, RunRecord
+from ..run_record import FINISHED_STATUSES, RunRecord
 from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
@@ -783,7 +783,9 @@ class RedisStore(MemoryStore):
             found = self._list_runs(keys=[f"{stem}:runs"], args=args)
         return [RunRecord.from_json(data) for data in found]
 
-    def _page_of_runs(self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None) -> list[RunRecord]:
+    def _page_of_runs(
+        self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None, kind: str
+    ) -> list[RunRecord]:
         """One script per RUNS_PAGE_SCAN entries of the agent's run index read from the cursor:
         a page whose runs are far apart (one status among many others, or one session's) takes
         a script for each of those steps, each of bounded cost. Leases and claims are in the
@@ -792,7 +794,7 @@ class RedisStore(MemoryStore):
         score, token = ("", "") if after is None else (str(_micros(after[0])), _token(after[1]))
         found: list[RunRecord] = []
         while True:
-            args: list[str | int] = [f"{stem}:run:", score, token, limit - len(found), RUNS_PAGE_SCAN, RUN, *_filter(status), *_filter(session_id)]
+            args: list[str | int] = [f"{stem}:run:", score, token, limit - len(found), RUNS_PAGE_SCAN, kind, *_filter(status), *_filter(session_id)]
             with self._errors():
                 data, last_score, last_token, more = self._runs_page(keys=[f"{stem}:runs"], args=args)
             found += [RunRecord.from_json(d) for d in data]

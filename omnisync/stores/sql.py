@@ -389,21 +389,23 @@ class SQLStore(MemoryStore):
         with self._statement() as conn:
             return [RunRecord.from_json(data) for data in conn.execute(query).scalars()]
 
-    def _page_of_runs(self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None) -> list[RunRecord]:
+    def _page_of_runs(
+        self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None, kind: str
+    ) -> list[RunRecord]:
         """One SELECT of at most ``limit`` rows (:meth:`runs_page_query`)."""
-        query = self.runs_page_query(agent, after, limit, status=status, session_id=session_id)
+        query = self.runs_page_query(agent, after, limit, status=status, session_id=session_id, kind=kind)
         with self._statement() as conn:
             return [RunRecord.from_json(data) for data in conn.execute(query).scalars()]
 
     def runs_page_query(
-        self, agent: str, after: RunCursor | None, limit: int, *, status: str | None = None, session_id: str | None = None
+        self, agent: str, after: RunCursor | None, limit: int, *, status: str | None = None, session_id: str | None = None, kind: str = RUN
     ) -> Any:
         """A page of runs, read in order from the index that starts with the filters given
         (``ix_omnisync_runs_page``, ``_by_status`` or ``_by_session``) from the cursor on."""
         table = schema.runs
         query = (
             sa.select(table.c.data)
-            .where(table.c.agent == agent, table.c.kind == RUN, table.c.created_at.is_not(None))
+            .where(table.c.agent == agent, table.c.kind == kind, table.c.created_at.is_not(None))
             .order_by(table.c.created_at, table.c.run_id)
             .limit(limit)
         )

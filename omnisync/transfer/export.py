@@ -90,4 +90,4 @@ def _runs(store: MemoryStore, agents: list[str], session_id: str | None) -> Iter
     """The runs of ``agents``, which the messages have listed by the time the first run is read
     (``sqlite_file.write`` inserts every message first)."""
     for name in agents:
-        yield from store.list_runs(name, session_id=session_id)
+        yield from store.iter_records(name, session_id=session_id)

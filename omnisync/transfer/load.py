@@ -18,6 +18,7 @@ from typing import TextIO
 
 from .._logging import logger
 from ..errors import TransferError
+from ..run_record import RunRecord
 from ..stores.base import MemoryStore
 from .progress import Progress
 from .records import Export, agents_of, event_batches, parse, selected_sessions
@@ -98,14 +99,18 @@ def copy_store(
     for info in selected_sessions(source, agent, session_id):
         keys.append((info.agent, info.session_id))
         total += info.message_count
-    runs = [r for name in agents_of((a for a, _ in keys), agent) for r in source.list_runs(name, session_id=session_id)]
+    agents = agents_of((a for a, _ in keys), agent)
+
+    def records() -> Iterator[RunRecord]:  # read twice, a page at a time: checked and counted, then written
+        return (r for name in agents for r in source.iter_records(name, session_id=session_id))
+
     restorer = Restorer(target, append=append, progress=progress)
-    restorer.check_free(keys, runs)
-    restorer.progress.start(total + len(runs))
+    run_count = restorer.check_free(keys, records())
+    restorer.progress.start(total + run_count)
     with _explained(restorer):
         for name, session in keys:
             restorer.session(name, session, source.iter_history(name, session, include_inactive=True))
-        restorer.runs(runs)
+        restorer.runs(records())
         restorer.events(batch for agent, run_id in restorer.written_runs for batch in event_batches(source, agent, run_id))
     return restorer.verify()
 

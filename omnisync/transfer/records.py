@@ -304,7 +304,7 @@ def iter_lines(store: MemoryStore, sessions: Iterable[SessionInfo], agent: str |
         for info in infos:
             for message in store.iter_history(name, info.session_id, include_inactive=True):
                 yield message_line(message)
-        for record in store.list_runs(name, session_id=session_id):
+        for record in store.iter_records(name, session_id=session_id):
             yield run_line(record)
             for batch in event_batches(store, name, record.run_id):
                 yield events_line(batch)

@@ -28,7 +28,7 @@ skipped (expired, or already there with ``append``) are skipped with it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, KeysView
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -79,7 +79,7 @@ class Restorer:
         self.report: Report = Report()
         self._expected: dict[Key, Counts] = {}
         self._seqs: dict[Key, SeqMap] = {}
-        self._written_runs: list[RunRecord] = []
+        self._written_runs: dict[RunKey, int] = {}  # the version each was written at: never the records
         self._events_written: dict[RunKey, int] = {}
         self._replays: dict[Key, _Replay] = {}
         self.started: bool = False
@@ -87,8 +87,9 @@ class Restorer:
 
     # --- refusing to duplicate ------------------------------------------------------
 
-    def check_free(self, sessions: Iterable[Key], runs: Sequence[RunRecord]) -> None:
-        """Refuse, before anything is written, if the store already holds a session or run (unless appending)."""
+    def check_free(self, sessions: Iterable[Key], runs: Iterable[RunRecord]) -> int:
+        """Refuse, before anything is written, if the store already holds a session or run (unless
+        appending); return how many runs were read, each read once and none kept."""
         wanted = list(dict.fromkeys(sessions))
         asked, held = set(wanted), set[Key]()  # the store's sessions are read a page at a time, and only those asked for kept
         for agent in dict.fromkeys(a for a, _ in wanted):
@@ -97,20 +98,27 @@ class Restorer:
         if self.append:
             for key in taken:
                 self._expected[key] = Counts.of(self.store.iter_history(*key, include_inactive=True))
-            return
+            return sum(1 for _ in runs)
         if taken:
             names = ", ".join(f"{s!r} of {a!r}" for a, s in taken[:_SHOWN]) + (" ..." if len(taken) > _SHOWN else "")
             raise TransferError(
                 f"the destination already holds {len(taken)} of these sessions ({names}); nothing was written. "
                 "Pass append=True (--append on the command line) to add the messages after the ones it holds."
             )
-        clashing = [r for r in runs if self.store.load_run(r.agent, r.run_id) is not None]
+        count, clashing, shown = 0, 0, list[str]()
+        for record in runs:
+            count += 1
+            if self.store.load_run(record.agent, record.run_id) is not None:
+                clashing += 1
+                if len(shown) < _SHOWN:
+                    shown.append(record.run_id)
         if clashing:
-            names = ", ".join(r.run_id for r in clashing[:_SHOWN]) + (" ..." if len(clashing) > _SHOWN else "")
+            names = ", ".join(shown) + (" ..." if clashing > _SHOWN else "")
             raise TransferError(
-                f"the destination already holds {len(clashing)} of these run records ({names}); nothing was written. "
+                f"the destination already holds {clashing} of these run records ({names}); nothing was written. "
                 "Pass append=True (--append on the command line) to keep the ones it holds and add the rest."
             )
+        return count
 
     # --- sessions -------------------------------------------------------------------
 
@@ -158,21 +166,20 @@ class Restorer:
             saved = self.store.save_run(moved, expected_version=None)
             while saved.version < record.version:
                 saved = self.store.save_run(moved, expected_version=saved.version)
-            self._written_runs.append(saved)
+            self._written_runs[saved.agent, saved.run_id] = saved.version
             self.report.runs += 1
             self.progress.advance()
 
     @property
-    def written_runs(self) -> list[RunKey]:
+    def written_runs(self) -> KeysView[RunKey]:
         """(agent, run_id) of the run records this restore wrote, in order."""
-        return [(r.agent, r.run_id) for r in self._written_runs]
+        return self._written_runs.keys()
 
     def events(self, batches: Iterable[EventBatch]) -> None:
         """Append each batch to its run, if this restore wrote that run's record; ids must run on from 1."""
-        written = set(self.written_runs)
         for agent, run_id, first, events in batches:
             key = (agent, run_id)
-            if key not in written:
+            if key not in self._written_runs:
                 continue
             held = self._events_written.get(key, 0)
             if first != held + 1:
@@ -204,10 +211,10 @@ class Restorer:
             found = Counts.of(self.store.iter_history(agent, session_id, include_inactive=True))
             if found != expected:
                 wrong.append(f"session {session_id!r} of {agent!r}: expected {expected.describe()}, found {found.describe()}")
-        for record in self._written_runs:
-            stored = self.store.load_run(record.agent, record.run_id)
-            if stored is None or stored.version != record.version:
-                wrong.append(f"run {record.run_id} of {record.agent!r}: not stored at version {record.version}")
+        for (agent, run_id), version in self._written_runs.items():
+            stored = self.store.load_run(agent, run_id)
+            if stored is None or stored.version != version:
+                wrong.append(f"run {run_id} of {agent!r}: not stored at version {version}")
         for (agent, run_id), count in self._events_written.items():
             last = self.store.append_events(agent, run_id, [])  # appends nothing: the id of its last event
             if last != count:
