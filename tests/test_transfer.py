@@ -93,6 +93,22 @@ def test_export_and_copy_read_run_records_a_page_at_a_time(source):
     assert snapshot(target) == snapshot(source)
 
 
+def test_a_run_record_with_no_creation_time_is_given_one_so_a_later_export_carries_it(source):
+    out = io.StringIO()
+    export_jsonl(source, out)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    undated = next(line for line in lines if line["kind"] == "run" and line["record"]["run_id"] == "run-done")
+    undated["record"]["created_at"] = None
+    target = InMemoryStore()
+    import_export(target, read_export(io.StringIO("".join(json.dumps(line) + "\n" for line in lines)), name="edited"))
+    restored = target.load_run(AGENT, "run-done")
+    assert restored.created_at == restored.updated_at and restored.created_at is not None
+    again = io.StringIO()
+    export_jsonl(target, again)
+    exported = [json.loads(line) for line in again.getvalue().splitlines()]
+    assert [line["record"]["run_id"] for line in exported if line["kind"] == "run"].count("run-done") == 1
+
+
 def test_copy_between_stores_and_progress_counts_every_record(source):
     target, progress = InMemoryStore(), Recorded()
     copy_store(source, target, progress=progress)

@@ -20,7 +20,10 @@ tool calls, metadata, token counts and run ids, and the same summaries. What doe
   the time of the copy).
 
 Run records keep everything, their ``version`` included: after the create, the record is saved
-again (compare-and-set) until its version matches. A run record that has already expired is
+again (compare-and-set) until its version matches. One with no ``created_at`` (omnisync writes
+none; an export file written by hand may hold one) gets its ``updated_at``, or the time of the
+restore, so that pages of records (``MemoryStore.iter_records``) list it and a later export or
+copy carries it. A run record that has already expired is
 skipped (the store would drop it anyway). A run's stored events follow its record, with the
 same ids (a new record has none, so they take 1, 2, 3... again); the events of a run that was
 skipped (expired, or already there with ``append``) are skipped with it.
@@ -161,7 +164,7 @@ class Restorer:
                 self.report.runs_already_there += 1
                 self.progress.advance()
                 continue
-            moved = self._renumbered(record)
+            moved = self._renumbered(record if record.created_at is not None else record.evolve(created_at=record.updated_at or now))
             self.started = True
             saved = self.store.save_run(moved, expected_version=None)
             while saved.version < record.version:
