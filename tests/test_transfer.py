@@ -91,6 +91,12 @@ def test_export_and_copy_read_run_records_a_page_at_a_time(source):
     target = InMemoryStore()
     copy_store(paged, target)
     assert snapshot(target) == snapshot(source)
+    paged.pages.clear()
+    copy_store(paged, target, append=True)  # nothing to check and nobody watching: one read of each kind of each agent
+    assert len(paged.pages) == 2 * 4
+    paged.pages.clear()
+    copy_store(paged, target, append=True, progress=Recorded())  # counted for the bar, then read to write
+    assert len(paged.pages) == 2 * 2 * 4
 
 
 def test_a_run_record_with_no_creation_time_is_given_one_so_a_later_export_carries_it(source):

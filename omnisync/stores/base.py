@@ -218,8 +218,9 @@ class MemoryStore(ABC):
         kind: str = RUN,
     ) -> list[RunRecord]:
         """Up to ``limit`` of the agent's runs (records of kind ``run``, or of the ``kind`` given:
-        see :data:`~omnisync.run_record.RUN_KINDS`), optionally of one status or session, ordered by ``(created_at, run_id)``, strictly after the ``after`` cursor
-        (:func:`run_cursor` of the last run of the page before; None: from the start).
+        see :data:`~omnisync.run_record.RUN_KINDS`), optionally of one status or session, ordered
+        by ``(created_at, run_id)``, strictly after the ``after`` cursor (:func:`run_cursor` of
+        the last run of the page before; None: from the start).
 
         A run created while paging is listed once, if it sorts after the cursor (a new run
         does). A record with no ``created_at`` (omnisync writes none) is not paged. The SQL, Redis

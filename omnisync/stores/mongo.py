@@ -116,7 +116,6 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
 SEQ_INDEX = "omnisync_seq"
 WINDOW_INDEX = "omnisync_window"
 RUN_INDEX = "omnisync_run_version"
-RUN_LIST_INDEX = "omnisync_run_list"
 RUN_PAGE_INDEX = "omnisync_run_page"
 RUN_TTL_INDEX = "omnisync_run_ttl"
 RUNS_PAGE_SCAN = 500
@@ -211,7 +210,6 @@ class MongoStore(MemoryStore):
             self.runs.create_index(
                 [("agent", ASCENDING), ("run_id", ASCENDING), ("version", ASCENDING)], unique=True, name=RUN_INDEX
             )
-            self.runs.create_index([("agent", ASCENDING), ("created_at", ASCENDING)], name=RUN_LIST_INDEX)
             self.runs.create_index(
                 [("agent", ASCENDING), ("created_at", ASCENDING), ("run_id", ASCENDING), ("version", DESCENDING)], name=RUN_PAGE_INDEX
             )

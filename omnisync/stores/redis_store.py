@@ -330,14 +330,15 @@ end
 return found
 """
 
+RUNS_PAGE_SCAN = 1000
+"""The most entries of an agent's run index one script of :meth:`RedisStore.runs_page` reads."""
+
 # Runs of one kind after a cursor, in index order (score, then token): what a page of runs reads.
 # KEYS: run index; ARGV: record key stem, cursor score ("" from the start), cursor token,
 #       limit, most index entries to read, kind, "1" to filter on status, status, "1" to filter
 #       on session, session.
 # Returns {records' data, last entry read (score, token) or false, 1 if entries may follow}.
 # A record's status and session are hash fields; only one that has them is decoded for its kind.
-RUNS_PAGE_SCAN = 1000
-"""The most entries of an agent's run index one script of :meth:`RedisStore.runs_page` reads."""
 _RUNS_PAGE = """
 local found, last_score, last_token = {}, false, false
 local limit, scan = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -772,13 +773,7 @@ class RedisStore(MemoryStore):
 
     def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
         stem = self._agent_stem(agent)
-        args = [
-            f"{stem}:run:",
-            "" if status is None else "1",
-            status or "",
-            "" if session_id is None else "1",
-            session_id or "",
-        ]
+        args = [f"{stem}:run:", *_filter(status), *_filter(session_id)]
         with self._errors():
             found = self._list_runs(keys=[f"{stem}:runs"], args=args)
         return [RunRecord.from_json(data) for data in found]

@@ -92,7 +92,8 @@ class Restorer:
 
     def check_free(self, sessions: Iterable[Key], runs: Iterable[RunRecord]) -> int:
         """Refuse, before anything is written, if the store already holds a session or run (unless
-        appending); return how many runs were read, each read once and none kept."""
+        appending); return how many runs there are, for the progress bar, each read once and none
+        kept. Appending with nobody watching the progress reads none of them and returns 0."""
         wanted = list(dict.fromkeys(sessions))
         asked, held = set(wanted), set[Key]()  # the store's sessions are read a page at a time, and only those asked for kept
         for agent in dict.fromkeys(a for a, _ in wanted):
@@ -101,7 +102,7 @@ class Restorer:
         if self.append:
             for key in taken:
                 self._expected[key] = Counts.of(self.store.iter_history(*key, include_inactive=True))
-            return sum(1 for _ in runs)
+            return 0 if isinstance(self.progress, NoProgress) else sum(1 for _ in runs)
         if taken:
             names = ", ".join(f"{s!r} of {a!r}" for a, s in taken[:_SHOWN]) + (" ..." if len(taken) > _SHOWN else "")
             raise TransferError(
