@@ -120,14 +120,14 @@ class OmniCoreAgent:
         """
         content, session_id, on_busy = self._checked_run_arguments(message, session_id, on_busy)
         output = _output(output_type)
-        return AgentStream(lambda: self._start(content, session_id, on_busy, output), self._client, self._after_run)
+        return AgentStream(lambda: self._start(content, session_id, on_busy, output), self._client, self._after_run, self._runner.on_cancel)
 
     @streams
     def resume_stream(self, run_id: str, output_type: Any = None) -> AgentStream:
         """``resume()``, streamed, with the events of :meth:`stream`."""
         run_id = _check_run_id(run_id)
         output = _output(output_type)
-        return AgentStream(lambda: self._runner.resume(run_id, output), self._client, self._after_run)
+        return AgentStream(lambda: self._runner.resume(run_id, output), self._client, self._after_run, self._runner.on_cancel)
 
     def _checked_run_arguments(self, message: UserContent, session_id: str | None, on_busy: str) -> tuple[Content, str, str]:
         content = check_content(message)
@@ -171,12 +171,21 @@ class OmniCoreAgent:
         return result_of(saved)
 
     def cancel_run(self, run_id: str, reason: str | None = None) -> RunResult:
-        """End a paused run, or one whose process died, as cancelled; it frees its session.
+        """Stop a run, wherever it is driven; it frees its session.
 
-        Its tool calls that have no result yet are answered as not run, so the session stays
-        valid for the model.
+        A paused run, or one whose driver died, ends cancelled at once. A running one, in this
+        process or another, is asked to stop: its driver reads the request at its next step or
+        streamed chunk (within about a second while it waits on the model), keeps the text
+        received so far (marked partial) and ends it cancelled. This returns the ended run, or,
+        if it still runs after a few seconds (a blocking model call that has not returned),
+        its state with ``cancel_requested: True``. Tool calls that have no result yet are
+        answered as not run, so the session stays valid for the model.
         """
-        return result_of(self._runner.cancel(_check_run_id(run_id), reason))
+        record = self._runner.cancel(_check_run_id(run_id), reason)
+        result = result_of(record)
+        if record.status == "running":
+            result["cancel_requested"] = True
+        return result
 
     def get_run(self, run_id: str) -> RunRecordDict:
         """The run's record as a dict."""

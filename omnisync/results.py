@@ -104,13 +104,15 @@ class RunResult(_RunResultKeys, total=False):
     the reply was cut off by the output limit. Optional: ``approvals`` (status
     ``awaiting_approval``), ``budget_request`` (status ``awaiting_budget``), ``error``
     (status ``failed``), ``output`` (a completed run given an ``output_type``: the answer
-    parsed into it).
+    parsed into it), ``cancel_requested`` (``cancel_run`` of a run still running when it
+    returned: its driver, wherever it is, stops it at its next step or streamed chunk).
     """
 
     approvals: list[ApprovalRequest]
     budget_request: BudgetRequest | None
     error: str
     output: Any
+    cancel_requested: bool
 
 
 class _ChatMessageKeys(TypedDict):

@@ -22,7 +22,8 @@ RUN = "run"  # an agent's run
 FOLD = "fold"  # a summary's claim on a range of messages, so one process folds it
 SESSION = "session"  # a session's lease: which run holds it (``lease_owner`` is that run's id)
 IDEMPOTENCY = "idempotency"  # a served request's Idempotency-Key: the run it started (omnisync.serve)
-RUN_KINDS = (RUN, FOLD, SESSION, IDEMPOTENCY)
+CANCEL = "cancel"  # a request to stop a running run, read by its driver wherever it runs (``lease_owner``: the run)
+RUN_KINDS = (RUN, FOLD, SESSION, IDEMPOTENCY, CANCEL)
 
 _TIME_FIELDS = ("created_at", "updated_at", "finished_at", "expires_at", "lease_until")
 
@@ -31,7 +32,8 @@ _TIME_FIELDS = ("created_at", "updated_at", "finished_at", "expires_at", "lease_
 class RunRecord:
     """One run's state. ``version`` grows by one on every save (compare-and-set).
 
-    ``kind`` tells an agent's runs from the claims its summaries take (see :mod:`omnisync.run_state`);
+    ``kind`` tells an agent's runs from the leases kept beside them (see :mod:`omnisync.run_state.leases`);
+    a running run's ``lease_owner`` is the token of the driver executing it;
     ``finish_reason`` is the last model reply's (``"length"``: cut off by the output limit).
     ``usage`` adds up the run's own model calls (what its budget counts); ``model_calls`` keeps
     each call's usage with its kind, summary calls the run's end led to included (see
@@ -59,6 +61,7 @@ class RunRecord:
     partial_response: str | None = None  # the text a broken stream delivered before it broke
     finish_reason: str | None = None
     response_format: dict[str, Any] | None = None
+    message: Any = None  # the user's message until the run first writes to its session (so a run killed before that can resume)
     lease_owner: str | None = None
     lease_until: datetime | None = None
     created_at: datetime | None = None

@@ -19,10 +19,11 @@ the record failed or cancelled.
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from . import run_state
@@ -50,7 +51,8 @@ from .run_events import (
 )
 from .redact import redact_text
 from .results import RunResult
-from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCELLED, COMPLETED, FAILED, PAUSED_STATUSES, RunRecord
+from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCELLED, COMPLETED, FAILED, PAUSED_STATUSES, RUNNING, RunRecord
+from .run_state import KEEPER, Watch
 from .storable import MAX_ID_LENGTH, storable_reply, storable_tool_result
 from .stores.base import MemoryStore
 from .tools import ToolRegistry
@@ -80,8 +82,15 @@ class RunContext:
     history: list[Priced]  # messages of earlier runs, as loaded at the start
     current: list[Priced]  # this run's messages, user message first
     unwritten: list[Message]  # this run's messages not yet in the store
-    leased_at: float = 0.0  # when (by Runner.clock) this process last saved the record, renewing its lease
+    leased_at: float = 0.0  # when (by Runner.clock) this driver last saved the record, renewing its lease
     output: OutputType | None = None  # what the final answer is read into, when the run has an output_type
+    watch: Watch | None = None  # the keeper's view of this run: its cancel request, its lease renewals
+    lock: threading.RLock = field(default_factory=threading.RLock)  # the driver's saves and the keeper's renewals, one at a time
+
+    @property
+    def cancelled(self) -> str | None:
+        """The error a cancel request ends this run with, once one came (from any process)."""
+        return self.watch.cancelled if self.watch is not None else None
 
 
 class Runner:
@@ -101,7 +110,8 @@ class Runner:
         self._store = store
         self.tools = tools
         self.sleep: Callable[[float], None] = time.sleep  # between looks at a busy session
-        self.clock: Callable[[], float] = time.monotonic  # how old this process's lease on a run is
+        self.clock: Callable[[], float] = time.monotonic  # how old a driver's lease on a run is
+        self.cancel_wait_seconds = 5.0  # how long cancel() waits for a run driven elsewhere to stop
 
     @property
     def store(self) -> MemoryStore:
@@ -112,12 +122,13 @@ class Runner:
     def start(self, message: Content, session_id: str, on_busy: str = "wait", output: OutputType | None = None) -> RunSteps:
         store = self.store
         run_id = run_state.new_run_id()
-        opened = self._open_free_session(store, session_id, run_id, output)
+        token = run_state.new_token()
+        opened = self._open_free_session(store, session_id, run_id, token, message, output)
         if opened is None:
             self._take_session(store, session_id, run_id, on_busy)
             try:
                 window = self.prompt.window(store, self.agent, session_id)
-                record = store.save_run(self._new_record(session_id, run_id, window, output), expected_version=None)
+                record = run_state.create(store, self._new_record(session_id, run_id, token, message, window, output))
             except BaseException:
                 self._release_session(store, session_id, run_id)
                 raise
@@ -141,17 +152,25 @@ class Runner:
         if not held.is_finished or run_state.holds_session(store, held):  # else claim says why it cannot resume
             self._take_session(store, held.session_id, run_id, "raise")
         record = run_state.claim(
-            store, self.agent, run_id, lease_seconds=self.config.run_lease_seconds, needs_approval=self._needs_approval
+            store,
+            self.agent,
+            run_id,
+            token=run_state.new_token(),
+            lease_seconds=self.config.run_lease_seconds,
+            needs_approval=self._needs_approval,
         )
         own = self._run_messages(store, record)
-        if not own:
-            run_state.fail(
-                store, record, "its process stopped before anything was written", retention_days=self.config.run_retention_days
-            )
-            raise RunStateError(
-                f"run {run_id} stopped before it wrote anything, so its message is not in the store; run the message again"
-            )
-        window = self.prompt.window(store, self.agent, record.session_id, before_seq=own[0].seq)
+        unwritten: list[Message] = []
+        if own:
+            window = self.prompt.window(store, self.agent, record.session_id, before_seq=own[0].seq)
+            current = self.prompt.history(own)
+        elif record.message is not None:  # its driver died before the run first wrote: start again from its message
+            window = self.prompt.window(store, self.agent, record.session_id)
+            user = self.prompt.price({"role": "user", "content": record.message})
+            current, unwritten = [user], [self._message(user, run_id)]
+        else:
+            run_state.fail(store, record, "its process stopped before anything was written", retention_days=self.config.run_retention_days)
+            raise RunStateError(f"run {run_id} stopped before it wrote anything, so its message is not in the store; run the message again")
         if output is not None:
             record = record.evolve(response_format=output.response_format)  # saved with the run's next save
         elif record.response_format:
@@ -159,8 +178,8 @@ class Runner:
         context = RunContext(
             record=record,
             history=self.prompt.earlier(window),
-            current=self.prompt.history(own),
-            unwritten=[],
+            current=current,
+            unwritten=unwritten,
             leased_at=self.clock(),
             output=output,
         )
@@ -169,7 +188,7 @@ class Runner:
     # --- one run per session -------------------------------------------------------------
 
     def _open_free_session(
-        self, store: MemoryStore, session_id: str, run_id: str, output: OutputType | None
+        self, store: MemoryStore, session_id: str, run_id: str, token: str, message: Content, output: OutputType | None
     ) -> tuple[RunRecord, list[Message]] | None:
         """Take a free session and create the run's record with one read and one write.
 
@@ -177,29 +196,34 @@ class Runner:
         it meanwhile: :meth:`_take_session` then waits, raises or closes the abandoned run.
         """
         memory = self.prompt.memory
-        lease, holder, window = store.load_lease_and_window(
+        stored, holder, window = store.load_lease_and_window(
             self.agent, run_state.session_lease_id(session_id), session_id, max_messages=memory.max_messages, max_tokens=memory.max_tokens
         )
+        lease = run_state.Lease.from_record(stored) if stored is not None else None
         try:
             wanted, abandoned = run_state.judge_session(lease, holder, self.agent, session_id, run_id, lease_seconds=self.config.run_lease_seconds)
         except SessionBusyError:
             return None
         if wanted is None or abandoned is not None:
             return None
-        record = self._new_record(session_id, run_id, window, output)
+        record = self._new_record(session_id, run_id, token, message, window, output)
         try:
-            saved = store.save_runs([(wanted, lease.version if lease is not None else None), (record, None)])
+            saved = run_state.create_in_free_session(store, wanted, lease.version if lease is not None else None, record)
         except RunConflictError:
             return None
         except BaseException:
             self._release_session(store, session_id, run_id)
             raise
-        return saved[1], window
+        return saved, window
 
-    def _new_record(self, session_id: str, run_id: str, window: list[Message], output: OutputType | None) -> RunRecord:
+    def _new_record(
+        self, session_id: str, run_id: str, token: str, message: Content, window: list[Message], output: OutputType | None
+    ) -> RunRecord:
         return run_state.new_record(
             self.agent,
             session_id,
+            token=token,
+            message=message,
             budget=self.config.budget,
             loaded_seq=(window[0].seq, window[-1].seq) if window else None,  # type: ignore[arg-type]
             lease_seconds=self.config.run_lease_seconds,
@@ -220,12 +244,7 @@ class Runner:
                 left = waited_until - time.monotonic()
                 if (isinstance(exc, SessionBusyError) and exc.paused) or left <= 0:
                     if isinstance(exc, SessionBusyError):
-                        waited = f" (waited {self.config.session_wait_seconds} s)" if on_busy == "wait" else ""
-                        raise SessionBusyError(
-                            f"{exc}{waited}; one run per session at a time: try again later, or run(..., on_busy='wait')",
-                            run_id=exc.run_id,
-                            paused=exc.paused,
-                        ) from None
+                        raise SessionBusyError(self._busy_advice(exc, waited=on_busy == "wait" and not exc.paused), run_id=exc.run_id, paused=exc.paused) from None
                     raise SessionBusyError(f"session {session_id!r} is busy: another run took it first") from exc
                 self.sleep(min(pause, left))
                 pause = min(pause * 2, _LONGEST_BUSY_PAUSE)
@@ -233,6 +252,16 @@ class Runner:
             if abandoned is None:
                 return
             self._close_abandoned(store, abandoned, run_id)
+
+    def _busy_advice(self, busy: SessionBusyError, *, waited: bool) -> str:
+        """What a caller refused a busy session can do about it."""
+        if busy.paused:
+            return str(busy)
+        waited_for = f" (waited {self.config.session_wait_seconds} s, the agent's session_wait_seconds)" if waited else ""
+        return (
+            f"{busy}{waited_for}; one run per session at a time: try again when run {busy.run_id} ends, stop it with "
+            f"cancel_run({busy.run_id!r}), or raise session_wait_seconds in agent_config to wait longer"
+        )
 
     def _release_session(self, store: MemoryStore, session_id: str, run_id: str) -> None:
         try:
@@ -243,7 +272,7 @@ class Runner:
     def _close_abandoned(self, store: MemoryStore, abandoned: RunRecord, by_run: str) -> None:
         """End a run whose process died holding its session: answer its open tool calls, record it failed."""
         try:
-            record = run_state.take_over(store, abandoned, self.config.run_lease_seconds)
+            record = run_state.take_over(store, abandoned, self.config.run_lease_seconds, token=run_state.new_token())
         except (RunConflictError, RunStateError):
             return  # another process closes it, or it came back; the session is looked at again
         answered = self._answer_open_calls(store, record, ABANDONED_CALL)
@@ -257,9 +286,17 @@ class Runner:
         )
 
     def cancel(self, run_id: str, reason: str | None = None) -> RunRecord:
-        """End a paused run (or one whose process died) as cancelled; its open tool calls are answered as not run."""
+        """Stop a run wherever it is: a paused run (or one whose driver died) ends cancelled here, its
+        open tool calls answered as not run; a running one is asked to stop (a request its driver
+        reads within a step, a streamed chunk or :data:`~omnisync.run_state.WATCH_SECONDS`, in
+        whatever process), and its record is returned once it ended, or after
+        ``cancel_wait_seconds`` still running (its cancel requested)."""
         store = self.store
-        record = run_state.take_over(store, run_state.load(store, self.agent, run_id), self.config.run_lease_seconds)
+        record = run_state.load(store, self.agent, run_id)
+        try:
+            record = run_state.take_over(store, record, self.config.run_lease_seconds, token=run_state.new_token())
+        except RunConflictError:  # running, driven by a live driver somewhere
+            return self._ask_to_stop(store, record, reason)
         because = f": {reason}" if reason else ""
         self._answer_open_calls(store, record, f"Error: this call did not run: its run was cancelled{because}.")
         return run_state.finish(
@@ -269,6 +306,19 @@ class Runner:
             retention_days=self.config.run_retention_days,
             error=f"cancelled{because}",
         )
+
+    def _ask_to_stop(self, store: MemoryStore, record: RunRecord, reason: str | None) -> RunRecord:
+        run_state.request_cancel(store, self.agent, record.run_id, reason)
+        here = KEEPER.find(record.run_id)
+        if here is not None:  # driven in this process: no need to wait for the keeper's next look
+            here.cancel(f"cancelled: {reason}" if reason else "cancelled")
+        until = time.monotonic() + self.cancel_wait_seconds
+        pause = _FIRST_BUSY_PAUSE
+        while record.status == RUNNING and time.monotonic() < until:
+            self.sleep(min(pause, max(until - time.monotonic(), 0)))
+            pause = min(pause * 2, _LONGEST_BUSY_PAUSE / 2)
+            record = run_state.load(store, self.agent, record.run_id)
+        return record
 
     def _answer_open_calls(self, store: MemoryStore, record: RunRecord, answer: str) -> list[str]:
         """Write ``answer`` as the result of each tool call of the run that has none; return their ids.
@@ -303,6 +353,7 @@ class Runner:
     # --- the loop ------------------------------------------------------------------------
 
     def _loop(self, store: MemoryStore, context: RunContext, resumed: bool) -> RunSteps:
+        context.watch = self._watch(store, context)
         try:
             yield RunStarted(context.record.run_id, context.record.session_id, resumed)
             return (yield from self._steps(store, context))
@@ -318,9 +369,32 @@ class Runner:
         except BaseException as exc:  # KeyboardInterrupt, SystemExit
             self._end_early(store, context, FAILED, f"interrupted: {type(exc).__name__}")
             raise
+        finally:
+            KEEPER.remove(context.watch)
+
+    def _watch(self, store: MemoryStore, context: RunContext) -> Watch:
+        """Hand the run to this process's keeper: it reads the run's cancel request and renews its lease while it waits."""
+        run_id = context.record.run_id
+        watch = Watch(run_id, lambda: run_state.cancel_requested(store, self.agent, run_id), lambda: self._renew(store, context))
+        KEEPER.add(watch)
+        return watch
+
+    def _renew(self, store: MemoryStore, context: RunContext) -> None:
+        """The keeper's renewal: save the record once half its lease is gone, while the run is still this driver's and running."""
+        with context.lock:
+            if context.record.status == RUNNING and not self._lease_is_fresh(context):
+                self._save(store, context, context.record)
+
+    def on_cancel(self, run_id: str, interrupt: Callable[[], None]) -> None:
+        """Call ``interrupt`` (a bound method, held weakly) when the run driven here is asked to stop."""
+        watch = KEEPER.find(run_id)
+        if watch is not None:
+            watch.on_cancel(interrupt)
 
     def _steps(self, store: MemoryStore, context: RunContext) -> RunSteps:
         while True:
+            if context.cancelled:
+                return (yield from self._stop_as_asked(store, context, None))
             pending = self._open_calls(context)
             if pending:
                 paused = yield from self._run_tools(store, context, pending)
@@ -347,6 +421,8 @@ class Runner:
                 return (yield from self._stop_with_partial_reply(store, context, completion.completion))
             if not isinstance(completion, Completion):
                 raise TypeError(f"the run loop needs the Completion of its model call, not {completion!r}")
+            if context.cancelled:  # asked to stop while the model answered: its text is kept, marked partial; no tool runs
+                return (yield from self._stop_as_asked(store, context, completion))
             self._count_usage(context, completion)
             yield ModelCallFinished(context.record.run_id, step, completion)
             if completion.finish_reason == TRUNCATED:
@@ -418,6 +494,8 @@ class Runner:
             over = self._over_budget(context.record, "tool_calls")
             if over:
                 return (yield from self._pause(store, context, AWAITING_BUDGET, budget_request=over))
+            if context.cancelled:
+                return (yield from self._stop_as_asked(store, context, None))
             tool = self.tools.get(call["function"]["name"])
             if tool is None:
                 result = f"Error: there is no tool named {call['function']['name']!r}; available: {', '.join(self.tools.names()) or 'none'}."
@@ -471,8 +549,8 @@ class Runner:
             written = store.append(self.agent, context.record.session_id, context.unwritten)
         context.unwritten = []
         if context.record.first_written_seq is None and written:
-            # Saved with the record's next save, which always follows a write.
-            context.record = context.record.evolve(first_written_seq=written[0].seq)
+            # Saved with the record's next save, which always follows a write; the message is in the session now.
+            context.record = context.record.evolve(first_written_seq=written[0].seq, message=None)
 
     @contextmanager
     def _writing(self, store: MemoryStore, context: RunContext) -> Iterator[None]:
@@ -494,11 +572,12 @@ class Runner:
         """Save progress and renew the lease: the fence every write of the run follows."""
         saved_at = self.clock()
         try:
-            context.record = run_state.save_progress(store, record, self.config.run_lease_seconds)
+            with context.lock:
+                context.record = run_state.save_progress(store, record.evolve(version=context.record.version), self.config.run_lease_seconds)
             context.leased_at = saved_at
         except RunConflictError as exc:
             raise RunConflictError(
-                f"run {record.run_id} lost its lease: another process changed its record (it may have closed the run "
+                f"run {record.run_id} lost its lease: another driver changed its record (it may have closed the run "
                 f"after its lease of run_lease_seconds={self.config.run_lease_seconds} ran out), so nothing more of it is written"
             ) from exc
 
@@ -514,25 +593,47 @@ class Runner:
         """The caller stopped a streamed reply: its text so far is the reply, marked partial; the run is cancelled."""
         self._count_usage(context, partial)
         text = storable_reply(Completion(content=partial.content).message())["content"] or None
-        if text:
+        with context.lock:
+            if text:
+                if not self._lease_is_fresh(context):
+                    self._save(store, context, context.record)
+                self._add(context, {"role": "assistant", "content": text}, metadata={"partial": True})
+                self._write(store, context)
+            why = context.cancelled or "cancelled: the caller stopped the streamed reply"
+            context.record = run_state.finish(
+                store,
+                context.record,
+                CANCELLED,
+                retention_days=self.config.run_retention_days,
+                response=text,
+                error=f"{why}; the text received so far is kept, marked partial" if text else why,
+            )
+        result = result_of(context.record)
+        yield RunFinished(result)
+        return result
+
+    def _stop_as_asked(self, store: MemoryStore, context: RunContext, completion: Completion | None) -> RunSteps:
+        """A cancel request came: keep the text of a reply that came meanwhile (marked partial, its
+        tool calls dropped), answer the run's open tool calls as not run, and end it cancelled."""
+        if completion is not None:
+            return (yield from self._stop_with_partial_reply(store, context, completion))
+        with context.lock:
             if not self._lease_is_fresh(context):
                 self._save(store, context, context.record)
-            self._add(context, {"role": "assistant", "content": text}, metadata={"partial": True})
-            self._write(store, context)
-        context.record = run_state.finish(
-            store,
-            context.record,
-            CANCELLED,
-            retention_days=self.config.run_retention_days,
-            response=text,
-            error="cancelled: the caller stopped the streamed reply; the text received so far is kept, marked partial",
-        )
+            for call in self._open_calls(context):
+                self._add(context, {"role": "tool", "tool_call_id": call["id"], "content": "Error: this call did not run: its run was cancelled."}, name=_tool_name(call))
+            if context.record.first_written_seq is None:
+                context.unwritten = []  # nothing of the run is in the session yet: it stays as it was
+            if context.unwritten:
+                self._write(store, context)
+            context.record = run_state.finish(store, context.record, CANCELLED, retention_days=self.config.run_retention_days, error=context.cancelled)
         result = result_of(context.record)
         yield RunFinished(result)
         return result
 
     def _pause(self, store: MemoryStore, context: RunContext, status: str, **changes: Any) -> RunSteps:
-        context.record = run_state.pause(store, context.record, status, **changes)
+        with context.lock:
+            context.record = run_state.pause(store, context.record, status, **changes)
         logger.info("run %s of agent %r paused: %s", context.record.run_id, self.agent, status)
         result = result_of(context.record)
         yield RunPaused(result)
@@ -542,15 +643,20 @@ class Runner:
         self, store: MemoryStore, context: RunContext, status: str, response: str | None, error: str | None = None, output: Any = _NO_OUTPUT
     ) -> RunSteps:
         """End the run; messages not written yet are written with its ending."""
-        ended = run_state.ended(context.record, status, retention_days=self.config.run_retention_days, response=response, error=error)
-        if context.unwritten:
-            with self._writing(store, context):
-                _, context.record = store.append_and_save_run(self.agent, ended.session_id, context.unwritten, ended, context.record.version)
-            context.unwritten = []
-            if response:
-                yield Text(ended.run_id, response)
-        else:
-            context.record = store.save_run(ended, expected_version=context.record.version)
+        written = bool(context.unwritten)
+        with context.lock:
+            if written:
+                with self._writing(store, context):
+                    _, context.record = run_state.finish_with_messages(
+                        store, context.record, context.unwritten, status, retention_days=self.config.run_retention_days, response=response, error=error
+                    )
+                context.unwritten = []
+            else:
+                context.record = run_state.finish(
+                    store, context.record, status, retention_days=self.config.run_retention_days, response=response, error=error
+                )
+        if written and response:
+            yield Text(context.record.run_id, response)
         result = result_of(context.record)
         if output is not _NO_OUTPUT:
             result["output"] = output
@@ -562,9 +668,10 @@ class Runner:
         if context.record.is_finished or context.record.status in PAUSED_STATUSES:
             return
         try:
-            context.record = run_state.finish(
-                store, context.record, status, retention_days=self.config.run_retention_days, error=redact_text(error)
-            )
+            with context.lock:
+                context.record = run_state.finish(
+                    store, context.record, status, retention_days=self.config.run_retention_days, error=redact_text(error)
+                )
         except Exception as save_error:  # the run's own error is the one the caller needs to see
             logger.warning("could not mark run %s %s: %s", context.record.run_id, status, redact_text(str(save_error)))
 

@@ -99,16 +99,28 @@ class AgentStream(EventStream):
     """The events of one run as they happen: iterate it once, or use it as a context manager.
 
     ``result`` is what ``run()`` would have returned, once the run paused or ended;
-    ``close()`` (from any thread) stops the run where it stands.
+    ``close()`` (from any thread) stops the run where it stands. A stream dropped before its
+    end (``break`` out of a ``for`` loop over it, with no ``with``) stops its run as soon as
+    nothing refers to it: the iteration holds no reference back to the stream, so no garbage
+    collection is needed to free the run's session.
     """
 
-    def __init__(self, open_steps: Callable[[], RunSteps], client: ChatClient, after_run: Callable[[RunResult], None]) -> None:
-        self._open_steps = open_steps
-        self._client = client
-        self._after_run = after_run
-        self._reply: CompletionStream | None = None
-        self._stopping = threading.Event()
-        self.run_id: str | None = None
+    def __init__(
+        self,
+        open_steps: Callable[[], RunSteps],
+        client: ChatClient,
+        after_run: Callable[[RunResult], None],
+        on_cancel: Callable[[str, Callable[[], None]], None] | None = None,
+    ) -> None:
+        self._drive_state = _Drive(open_steps, client, after_run, on_cancel)
+
+    @property
+    def run_id(self) -> str | None:  # type: ignore[override]
+        return self._drive_state.run_id
+
+    @property
+    def _result(self) -> RunResult | None:  # type: ignore[override]
+        return self._drive_state.result
 
     def close(self) -> None:
         """Stop the run: the reply streaming now is cut off (its text kept, marked partial) and the run is cancelled."""
@@ -117,7 +129,7 @@ class AgentStream(EventStream):
         if events is not None:
             try:
                 events.close()  # type: ignore[attr-defined]
-            except ValueError:  # the generator is running in another thread: it sees _stopping and ends there
+            except ValueError:  # the generator is running in another thread: it sees the stop and ends there
                 pass
 
     def interrupt(self) -> None:
@@ -125,12 +137,38 @@ class AgentStream(EventStream):
 
         The thread iterating the stream then ends the run (cancelled) and the iteration.
         """
+        self._drive_state.interrupt()
+
+    def _drive(self) -> Iterator[StreamEvent]:
+        return self._drive_state.events()
+
+
+class _Drive:
+    """What iterating an :class:`AgentStream` needs, and nothing that refers back to the stream."""
+
+    def __init__(
+        self,
+        open_steps: Callable[[], RunSteps],
+        client: ChatClient,
+        after_run: Callable[[RunResult], None],
+        on_cancel: Callable[[str, Callable[[], None]], None] | None,
+    ) -> None:
+        self._open_steps = open_steps
+        self._client = client
+        self._after_run = after_run
+        self._on_cancel = on_cancel
+        self._reply: CompletionStream | None = None
+        self._stopping = threading.Event()
+        self.run_id: str | None = None
+        self.result: RunResult | None = None
+
+    def interrupt(self) -> None:
         self._stopping.set()
         reply = self._reply
         if reply is not None:
             reply.close()  # unblocks a read in another thread at once
 
-    def _drive(self) -> Iterator[StreamEvent]:
+    def events(self) -> Iterator[StreamEvent]:
         steps = self._open_steps()
         sent: Completion | StoppedReply | None = None
         try:
@@ -145,6 +183,8 @@ class AgentStream(EventStream):
                 sent = None
                 if isinstance(event, RunStarted):
                     self.run_id = event.run_id
+                    if self._on_cancel is not None:
+                        self._on_cancel(event.run_id, self.interrupt)  # a cancel request from anywhere cuts the reply off
                 if isinstance(event, ModelCallStarted):
                     try:
                         sent = yield from self._stream_reply(event)
@@ -157,7 +197,7 @@ class AgentStream(EventStream):
                         raise
                     continue
                 if isinstance(event, (RunPaused, RunFinished)):
-                    self._result = event.result
+                    self.result = event.result
                     self._after_run(event.result)
                 if not isinstance(event, _INTERNAL):
                     yield event
@@ -198,12 +238,12 @@ class AgentStream(EventStream):
     def _end(self, steps: RunSteps) -> None:
         """The caller left mid-reply: hand the loop what arrived so far, so it keeps that text and cancels."""
         reply = self._reply
-        if reply is not None and self._result is None:
+        if reply is not None and self.result is None:
             reply.close()
             try:
                 ended = steps.send(StoppedReply(reply.partial()))
                 if isinstance(ended, RunFinished):
-                    self._result = ended.result
+                    self.result = ended.result
                     self._after_run(ended.result)
             except StopIteration:
                 pass

@@ -30,7 +30,6 @@ from .errors import OmnisyncError
 from .memory_config import MemoryConfig
 from .messages import SUMMARY_PREFIX, Message
 from .model.client import ChatClient, Completion
-from .run_record import RunRecord
 from .stores.base import MemoryStore
 from .tokens import TokenCounter, message_tokens
 from .usage import SUMMARY, model_call
@@ -204,7 +203,7 @@ class Summarizer:
         except OmnisyncError as exc:  # the summary itself is good; only its accounting is lost
             logger.warning("could not add a summary's usage to run %s: %s", run_id, exc)
 
-    def _end_claim(self, store: MemoryStore, claim: RunRecord, error: str | None) -> None:
+    def _end_claim(self, store: MemoryStore, claim: run_state.Lease, error: str | None) -> None:
         try:
             run_state.end_fold(store, claim, error)
         except OmnisyncError as exc:

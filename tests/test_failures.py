@@ -319,7 +319,8 @@ def test_a_call_left_open_in_the_store_is_never_sent(router, name, monkeypatch):
     adapter = install(monkeypatch, [completion(None, [call("call_x", "approve_me", "{}")]), completion("fine")])
     agent = agent_on(router, name)
     paused = agent.run("do the thing", session_id="s")
-    run_state.cancel(router.store, name, paused["run_id"], retention_days=1)  # as the command line does: no answer written
+    record = run_state.load(router.store, name, paused["run_id"])
+    run_state.finish(router.store, record, "cancelled", retention_days=1)  # ended with no answer written for its open call
     assert agent.run("and now?", session_id="s")["response"] == "fine"
     assert [m["role"] for m in adapter.sent[-1]["messages"]] == ["system", "user", "user"]
     assert adapter.refused == []

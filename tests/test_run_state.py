@@ -73,16 +73,23 @@ def test_grant_and_cancel(monkeypatch):
     paused = agent.run("delete x", session_id="s")
     with pytest.raises(RunStateError, match="not awaiting_budget"):
         run_state.grant(store, agent.name, paused["run_id"], extra_steps=1)
-    cancelled = run_state.cancel(store, agent.name, paused["run_id"], retention_days=1, reason="changed my mind")
-    assert (cancelled.status, cancelled.error) == ("cancelled", "cancelled: changed my mind") and cancelled.expires_at
+    cancelled = agent.cancel_run(paused["run_id"], reason="changed my mind")
+    assert (cancelled["status"], cancelled["error"]) == ("cancelled", "cancelled: changed my mind")
+    assert run_state.load(store, agent.name, paused["run_id"]).expires_at
     with pytest.raises(RunStateError, match="already cancelled"):
-        run_state.cancel(store, agent.name, paused["run_id"], retention_days=1)
+        agent.cancel_run(paused["run_id"])
     with pytest.raises(RunStateError, match="cancelled; only a paused"):
         agent.resume(paused["run_id"])
 
 
-def test_a_running_run_with_a_live_lease_cannot_be_cancelled():
-    with MemoryRouter("in_memory") as router:
-        record = router.store.save_run(run_state.new_record("a", "s", budget={}, loaded_seq=None, lease_seconds=300), expected_version=None)
-        with pytest.raises(RunConflictError, match="is running"):
-            run_state.cancel(router.store, "a", record.run_id, retention_days=1)
+def test_cancelling_a_running_run_with_no_driver_here_leaves_a_request_its_driver_reads(monkeypatch):
+    agent = approval_agent(monkeypatch)
+    agent._runner.cancel_wait_seconds = 0.2
+    store = agent.memory_router.store
+    token = run_state.new_token()
+    record = run_state.create(store, run_state.new_record(agent.name, "s", token=token, budget={}, loaded_seq=None, lease_seconds=300))
+    asked = agent.cancel_run(record.run_id, reason="enough")
+    assert (asked["status"], asked["cancel_requested"]) == ("running", True)
+    assert run_state.cancel_requested(store, agent.name, record.run_id) == "cancelled: enough"
+    assert run_state.load(store, agent.name, record.run_id).lease_owner == token  # its driver still holds it
+    assert [r.run_id for r in run_state.list_runs(store, agent.name)] == [record.run_id]  # a request is not a run

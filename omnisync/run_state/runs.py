@@ -1,42 +1,26 @@
-"""Every change of a run record's state, in one place: create, claim and lease, pause, decide,
-grant, finish, cancel, fail, and the claims summaries take on a range of messages.
+"""Every change of a run record's state: create, claim and lease, renew, pause, decide, grant,
+finish, fail, close, and the cancel requests a running run's driver observes.
 
-The agent's run loop, the command line and a server call these; nothing else writes a run
-record. Each change is one compare-and-set save on the record's ``version``, so two writers
-never both win: the loser gets :class:`~omnisync.errors.RunConflictError`. None of them needs
-a model.
+Each change is one compare-and-set save on the record's ``version``, so two writers never
+both win: the loser gets :class:`~omnisync.errors.RunConflictError`. A running record's
+``lease_owner`` is the token of the driver executing it (:mod:`.drivers`), so a second driver,
+in this process or another, cannot claim it while its lease lasts. None of them needs a model.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from .errors import ConfigurationError, DecisionFinalError, RunConflictError, RunNotFoundError, RunStateError, SessionBusyError
-from .messages import utcnow
-from .run_record import (
-    AWAITING_APPROVAL,
-    AWAITING_BUDGET,
-    CANCELLED,
-    COMPLETED,
-    FAILED,
-    FOLD,
-    PAUSED_STATUSES,
-    RUN,
-    RUNNING,
-    SESSION,
-    RunRecord,
-)
-from .stores.base import MemoryStore
+from ..errors import ConfigurationError, DecisionFinalError, RunConflictError, RunNotFoundError, RunStateError
+from ..messages import Message, utcnow
+from ..run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCEL, CANCELLED, COMPLETED, FAILED, PAUSED_STATUSES, RUN, RUNNING, RunRecord
+from ..stores.base import MemoryStore
+from .leases import Lease, holds_session
 
-OWNER = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # this process, as a lease holder
-FOLD_CLAIM_SECONDS = 300
-FOLD_CLAIM_KEPT_DAYS = 1
+CANCEL_REQUEST_KEPT_DAYS = 1
 
 
 def new_run_id() -> str:
@@ -73,13 +57,19 @@ def new_record(
     agent: str,
     session_id: str,
     *,
+    token: str,
     budget: dict[str, Any],
     loaded_seq: tuple[int, int] | None,
     lease_seconds: int,
+    message: Any = None,
     run_id: str | None = None,
     response_format: dict[str, Any] | None = None,
 ) -> RunRecord:
-    """A new running record, leased to this process, not saved yet."""
+    """A new running record, leased to the driver ``token``, not saved yet.
+
+    ``message`` (the user's) is kept in the record until the run first writes to the session,
+    so a run whose process died before that can still be resumed.
+    """
     now = utcnow()
     return RunRecord(
         run_id=run_id or new_run_id(),
@@ -89,11 +79,22 @@ def new_record(
         budget=dict(budget),
         loaded_seq=loaded_seq,
         response_format=response_format,
-        lease_owner=OWNER,
+        message=message,
+        lease_owner=token,
         lease_until=now + timedelta(seconds=lease_seconds),
         created_at=now,
         updated_at=now,
     )
+
+
+def create(store: MemoryStore, record: RunRecord) -> RunRecord:
+    """Save a new record (its session already taken)."""
+    return store.save_run(record, expected_version=None)
+
+
+def create_in_free_session(store: MemoryStore, lease: Lease, lease_version: int | None, record: RunRecord) -> RunRecord:
+    """Take a free session and save the run's new record in one write (both or neither)."""
+    return store.save_runs([(lease.to_record(), lease_version), (record, None)])[1]
 
 
 def claim(
@@ -101,13 +102,14 @@ def claim(
     agent: str,
     run_id: str,
     *,
+    token: str,
     lease_seconds: int,
     needs_approval: Callable[[dict[str, Any]], bool],
 ) -> RunRecord:
-    """Take a paused run, or one whose lease ran out, to resume it here.
+    """Take a paused run, or one whose lease ran out, for the driver ``token`` to resume it.
 
     Raises RunStateError for a finished run or an undecided approval, RunConflictError when
-    another process holds the lease or claims it first.
+    another driver (in this process or another) holds the lease or claims it first.
     """
     record = load(store, agent, run_id)
     now = utcnow()
@@ -118,10 +120,10 @@ def claim(
         )
     if record.is_finished and record.status != FAILED:
         raise RunStateError(f"run {run_id} is {record.status}; only a paused, failed or abandoned run can be resumed")
-    if record.status == RUNNING and record.lease_until and record.lease_until > now and record.lease_owner != OWNER:
+    if record.status == RUNNING and record.lease_until and record.lease_until > now:
         raise RunConflictError(
-            f"run {run_id} is being executed by another process (its lease runs until {record.lease_until.isoformat()}); "
-            "resume it after that if that process died"
+            f"run {run_id} is being executed by another driver (its lease runs until {record.lease_until.isoformat()}); "
+            "resume it after that if that driver died"
         )
     if record.status == AWAITING_APPROVAL:
         undecided = [c["id"] for c in record.pending_calls if needs_approval(c) and c["id"] not in record.decisions]
@@ -133,15 +135,15 @@ def claim(
         error=None,
         finished_at=None,
         expires_at=None,
-        lease_owner=OWNER,
+        lease_owner=token,
         lease_until=now + timedelta(seconds=lease_seconds),
         updated_at=now,
     )
     return store.save_run(claimed, expected_version=record.version)  # the loser of a race gets RunConflictError
 
 
-def take_over(store: MemoryStore, record: RunRecord, lease_seconds: int) -> RunRecord:
-    """Lease a paused run, or an abandoned one (running, its lease ran out), to this process to close it.
+def take_over(store: MemoryStore, record: RunRecord, lease_seconds: int, *, token: str) -> RunRecord:
+    """Lease a paused run, or an abandoned one (running, its lease ran out), to the driver ``token`` to close it.
 
     The save raises the record's version, so whoever held it before can no longer write for it
     (every write of a run follows a save on the version it knows), and a resume racing with the
@@ -151,10 +153,8 @@ def take_over(store: MemoryStore, record: RunRecord, lease_seconds: int) -> RunR
         raise RunStateError(f"run {record.run_id} is already {record.status}")
     now = utcnow()
     if record.status == RUNNING and record.lease_until and record.lease_until > now:
-        raise RunConflictError(
-            f"run {record.run_id} is running (its lease runs until {record.lease_until.isoformat()}); close it after that"
-        )
-    taken = record.evolve(lease_owner=OWNER, lease_until=now + timedelta(seconds=lease_seconds), updated_at=now)
+        raise RunConflictError(f"run {record.run_id} is running (its lease runs until {record.lease_until.isoformat()}); close it after that")
+    taken = record.evolve(lease_owner=token, lease_until=now + timedelta(seconds=lease_seconds), updated_at=now)
     return store.save_run(taken, expected_version=record.version)
 
 
@@ -186,6 +186,21 @@ def finish(
     return store.save_run(ended(record, status, retention_days=retention_days, response=response, error=error), expected_version=record.version)
 
 
+def finish_with_messages(
+    store: MemoryStore,
+    record: RunRecord,
+    messages: Sequence[Message],
+    status: str,
+    *,
+    retention_days: int | None,
+    response: str | None,
+    error: str | None = None,
+) -> tuple[list[Message], RunRecord]:
+    """Write the run's last messages and end it, in one go where the store can (both or neither)."""
+    end = ended(record, status, retention_days=retention_days, response=response, error=error)
+    return store.append_and_save_run(record.agent, record.session_id, messages, end, record.version)
+
+
 def ended(record: RunRecord, status: str, *, retention_days: int | None, response: str | None = None, error: str | None = None) -> RunRecord:
     """The record of a run ended as completed, failed or cancelled, not saved yet (see :func:`finish`)."""
     now = utcnow()
@@ -194,6 +209,7 @@ def ended(record: RunRecord, status: str, *, retention_days: int | None, respons
         response=response,
         error=error,
         pending_calls=[],
+        message=None,
         lease_owner=None,
         lease_until=None,
         updated_at=now,
@@ -206,14 +222,44 @@ def fail(store: MemoryStore, record: RunRecord, error: str, *, retention_days: i
     return finish(store, record, FAILED, retention_days=retention_days, error=error)
 
 
-def cancel(store: MemoryStore, agent: str, run_id: str, *, retention_days: int | None, reason: str | None = None) -> RunRecord:
-    """End a paused run, or one whose process died (its lease ran out), as cancelled."""
-    record = load(store, agent, run_id)
-    if record.is_finished:
-        raise RunStateError(f"run {run_id} is already {record.status}")
-    if record.status == RUNNING and record.lease_until and record.lease_until > utcnow():
-        raise RunConflictError(f"run {run_id} is running (its lease runs until {record.lease_until.isoformat()}); cancel it after that")
-    return finish(store, record, CANCELLED, retention_days=retention_days, error=f"cancelled: {reason}" if reason else "cancelled")
+# --- cancelling a run wherever it is driven ---------------------------------------------
+
+
+def cancel_request_id(run_id: str) -> str:
+    return f"cancel-{run_id}"
+
+
+def request_cancel(store: MemoryStore, agent: str, run_id: str, reason: str | None) -> None:
+    """Ask the driver of a running run, in whatever process, to stop it: a request stored beside
+    the run, which the driver reads while it waits (:mod:`.keeper`) and at each step. A second
+    request changes nothing."""
+    now = utcnow()
+    request = Lease(
+        CANCEL,
+        agent,
+        load(store, agent, run_id).session_id,
+        cancel_request_id(run_id),
+        holder=run_id,
+        status=COMPLETED,
+        error=f"cancelled: {reason}" if reason else "cancelled",
+        created_at=now,
+        updated_at=now,
+        finished_at=now,  # pruned with the runs, a day after at the latest
+        expires_at=now + timedelta(days=CANCEL_REQUEST_KEPT_DAYS),
+    )
+    try:
+        store.save_run(request.to_record(), expected_version=None)
+    except RunConflictError:
+        pass  # already asked
+
+
+def cancel_requested(store: MemoryStore, agent: str, run_id: str) -> str | None:
+    """The error a cancelled run ends with, if its cancel was requested; else None."""
+    request = store.load_run(agent, cancel_request_id(run_id))
+    return request.error if request is not None and request.kind == CANCEL else None
+
+
+# --- decisions and budgets --------------------------------------------------------------
 
 
 def decide(store: MemoryStore, agent: str, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunRecord:
@@ -276,137 +322,3 @@ def add_model_call(store: MemoryStore, agent: str, run_id: str, call: dict[str, 
             if attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-# --- session leases --------------------------------------------------------------------
-
-
-def session_lease_id(session_id: str) -> str:
-    return "session-" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def session_holder(store: MemoryStore, agent: str, session_id: str) -> str | None:
-    """The id of the run that last took the session, or None."""
-    lease = store.load_run(agent, session_lease_id(session_id))
-    return lease.lease_owner if lease is not None else None
-
-
-def holds_session(store: MemoryStore, record: RunRecord) -> bool:
-    return session_holder(store, record.agent, record.session_id) == record.run_id
-
-
-def take_session(store: MemoryStore, agent: str, session_id: str, run_id: str, *, lease_seconds: int) -> RunRecord | None:
-    """One attempt to make ``run_id`` the run that holds ``session_id``.
-
-    A session is held by the last run that took it while that run is running with a live
-    lease or paused; a run that finished frees it. Returns None once ``run_id`` holds it;
-    the holder's record when that run was abandoned (running, its lease ran out), which the
-    caller must close before trying again; raises SessionBusyError when a live or paused run
-    holds it, RunConflictError when another run took it first. Taking it again is free.
-
-    The lease record itself is leased for ``lease_seconds`` when taken, so a run that has
-    taken it but not yet saved its own record still holds it.
-    """
-    lease, holder = store.load_lease(agent, session_lease_id(session_id))
-    wanted, abandoned = judge_session(lease, holder, agent, session_id, run_id, lease_seconds=lease_seconds)
-    if wanted is not None:
-        store.save_run(wanted, expected_version=lease.version if lease is not None else None)
-    return abandoned
-
-
-def judge_session(
-    lease: RunRecord | None, holder: RunRecord | None, agent: str, session_id: str, run_id: str, *, lease_seconds: int
-) -> tuple[RunRecord | None, RunRecord | None]:
-    """What :func:`take_session` decides from the session's lease and its holder, writing nothing.
-
-    Returns the lease record to save over ``lease`` (None when ``run_id`` holds it already),
-    and the holder's record when that run was abandoned (then nothing is to be saved yet);
-    raises SessionBusyError when a live or paused run holds the session.
-    """
-    now = utcnow()
-    if lease is not None and lease.lease_owner == run_id:
-        return None, None
-    if lease is not None and lease.lease_owner is not None:
-        if holder is None:
-            if lease.lease_until and lease.lease_until > now:
-                raise SessionBusyError(
-                    f"session {session_id!r} is held by run {lease.lease_owner}, which is starting", run_id=lease.lease_owner
-                )
-        elif holder.status in PAUSED_STATUSES:
-            raise SessionBusyError(
-                f"session {session_id!r} is held by run {holder.run_id}, which is {holder.status}: "
-                f"resolve it and resume it (or cancel it) before the session runs again",
-                run_id=holder.run_id,
-                paused=True,
-            )
-        elif holder.status == RUNNING:
-            if holder.lease_until and holder.lease_until > now:
-                raise SessionBusyError(
-                    f"session {session_id!r} is busy: run {holder.run_id} is running in it (its lease runs until "
-                    f"{holder.lease_until.isoformat()})",
-                    run_id=holder.run_id,
-                )
-            return None, holder
-    wanted = RunRecord(
-        run_id=session_lease_id(session_id),
-        agent=agent,
-        session_id=session_id,
-        kind=SESSION,
-        status=RUNNING,
-        lease_owner=run_id,
-        lease_until=now + timedelta(seconds=lease_seconds),
-        created_at=lease.created_at if lease is not None else now,
-        updated_at=now,
-    )
-    return wanted, None
-
-
-def release_session(store: MemoryStore, agent: str, session_id: str, run_id: str) -> None:
-    """Give the session up for a run that never started (its record was not created)."""
-    lease = store.load_run(agent, session_lease_id(session_id))
-    if lease is not None and lease.lease_owner == run_id:
-        store.save_run(lease.evolve(lease_owner=None, lease_until=None, updated_at=utcnow()), expected_version=lease.version)
-
-
-# --- summary claims --------------------------------------------------------------------
-
-
-def claim_fold(store: MemoryStore, agent: str, session_id: str, first_seq: int, last_seq: int) -> RunRecord | None:
-    """Claim the range ``first_seq..last_seq`` of a session for one summary, or None if another has it.
-
-    The claim's id is derived from the range, so two processes folding the same range race
-    on one record: one creates it, the other finds it. A claim whose holder failed, or whose
-    lease ran out, may be taken again.
-    """
-    now = utcnow()
-    key = hashlib.sha256(f"{session_id}\x00{first_seq}\x00{last_seq}".encode()).hexdigest()[:32]
-    wanted = RunRecord(
-        run_id=f"fold-{key}",
-        agent=agent,
-        session_id=session_id,
-        kind=FOLD,
-        status=RUNNING,
-        loaded_seq=(first_seq, last_seq),
-        lease_owner=OWNER,
-        lease_until=now + timedelta(seconds=FOLD_CLAIM_SECONDS),
-        created_at=now,
-        updated_at=now,
-    )
-    try:
-        return store.save_run(wanted, expected_version=None)
-    except RunConflictError:
-        pass
-    existing = store.load_run(agent, wanted.run_id)
-    if existing is None or existing.status == COMPLETED:
-        return None
-    if existing.status == RUNNING and existing.lease_until and existing.lease_until > now:
-        return None  # another process is folding this range right now
-    try:
-        return store.save_run(wanted.evolve(created_at=existing.created_at), expected_version=existing.version)
-    except RunConflictError:
-        return None
-
-
-def end_fold(store: MemoryStore, claim: RunRecord, error: str | None) -> RunRecord:
-    """Mark a summary claim done (``error=None``) or failed; it is kept a day."""
-    return finish(store, claim, COMPLETED if error is None else FAILED, retention_days=FOLD_CLAIM_KEPT_DAYS, error=error)
