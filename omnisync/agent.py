@@ -275,11 +275,17 @@ class OmniCoreAgent:
         return {"messages": [_history_entry(m, include_inactive) for m in page], "next_cursor": next_cursor}
 
     def clear_session_history(self, session_id: str | None = None) -> int:
-        """Forget one session, or with no id every session of this agent; return how many messages went."""
+        """Forget one session, or with no id every session of this agent; return how many messages went.
+
+        A run still going (or paused) in a session cleared is ended cancelled first, so nothing it
+        would write afterwards lands in the cleared session; its driver stops with RunConflictError.
+        """
         if session_id is not None:
             _check_session_id(session_id)
         self._summarizer.wait(session_id)
-        return self._store().clear(self.name, session_id)
+        store = self._store()
+        run_state.fence_session(store, self.name, session_id, token=run_state.new_token(), retention_days=self.config.run_retention_days)
+        return store.clear(self.name, session_id)
 
     def preview(self, session_id: str, message: UserContent | None = None) -> Preview:
         """What the next model call of ``session_id`` would be given, without calling the model."""

@@ -571,15 +571,29 @@ class Runner:
     def _save(self, store: MemoryStore, context: RunContext, record: RunRecord) -> None:
         """Save progress and renew the lease: the fence every write of the run follows."""
         saved_at = self.clock()
+        with context.lock, self._fenced(store, record):
+            context.record = run_state.save_progress(store, record.evolve(version=context.record.version), self.config.run_lease_seconds)
+        context.leased_at = saved_at
+
+    @contextmanager
+    def _fenced(self, store: MemoryStore, record: RunRecord) -> Iterator[None]:
+        """A save of the run refused because another driver changed its record: say who and why."""
         try:
-            with context.lock:
-                context.record = run_state.save_progress(store, record.evolve(version=context.record.version), self.config.run_lease_seconds)
-            context.leased_at = saved_at
+            yield
         except RunConflictError as exc:
             raise RunConflictError(
-                f"run {record.run_id} lost its lease: another driver changed its record (it may have closed the run "
-                f"after its lease of run_lease_seconds={self.config.run_lease_seconds} ran out), so nothing more of it is written"
+                f"run {record.run_id} lost its lease: another driver changed its record ({self._why_taken(store, record)}), "
+                "so nothing more of it is written"
             ) from exc
+
+    def _why_taken(self, store: MemoryStore, record: RunRecord) -> str:
+        try:
+            now = store.load_run(self.agent, record.run_id)
+        except Exception:  # the conflict is the error to report
+            now = None
+        if now is not None and now.is_finished and now.error:
+            return f"it ended the run: {now.error}"
+        return f"it may have closed the run after its lease of run_lease_seconds={self.config.run_lease_seconds} ran out"
 
     def _count_usage(self, context: RunContext, completion: Completion) -> None:
         context.record = context.record.evolve(
@@ -646,7 +660,9 @@ class Runner:
         written = bool(context.unwritten)
         with context.lock:
             if written:
-                with self._writing(store, context):
+                if not store.writes_run_atomically:  # the record first, so a run someone else ended (a clear, a take-over) writes nothing
+                    self._save(store, context, context.record)
+                with self._writing(store, context), self._fenced(store, context.record):
                     _, context.record = run_state.finish_with_messages(
                         store, context.record, context.unwritten, status, retention_days=self.config.run_retention_days, response=response, error=error
                     )

@@ -317,3 +317,52 @@ def test_a_run_killed_during_its_first_model_call_resumes_elsewhere(kind, tmp_pa
         stop(proc)
         model.shutdown()
         model.server_close()
+
+
+# --- a clear is fenced like any other write ---------------------------------------------------
+
+
+@pytest.mark.parametrize("when", ["during the model call", "during a tool"])
+def test_what_a_run_would_write_after_its_session_is_cleared_never_lands(router, monkeypatch, when):
+    entered, release = threading.Event(), threading.Event()
+    tools = ToolRegistry()
+
+    @tools.register_tool()
+    def lookup(city: str) -> str:
+        """The weather in a city."""
+        if when == "during a tool":
+            entered.set()
+            release.wait(10)
+        return f"sunny in {city}"
+
+    def model(body):
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return completion("it is sunny")
+        if when == "during the model call":
+            entered.set()
+            release.wait(10)
+            return completion("a late answer")
+        return completion(None, [{"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"city": "Paris"}'}}])
+
+    install(monkeypatch, model)
+    agent = OmniCoreAgent(name=f"fence-{uuid.uuid4().hex[:8]}", system_instruction="You are a test.", model_config=LOCAL_MODEL, memory_router=router, local_tools=tools)
+    outcome: list[object] = []
+
+    def drive():
+        try:
+            outcome.append(agent.run("weather?", session_id="s"))
+        except RunConflictError as exc:
+            outcome.append(exc)
+
+    runner = threading.Thread(target=drive)
+    runner.start()
+    assert entered.wait(10)
+    agent.clear_session_history("s")
+    release.set()
+    runner.join(20)
+    assert len(outcome) == 1 and isinstance(outcome[0], RunConflictError), outcome
+    assert "its session was cleared" in str(outcome[0])
+    assert agent.get_session_history("s", include_inactive=True) == []
+    [record] = agent.list_runs()
+    assert (record["status"], record["error"]) == ("cancelled", "cancelled: its session was cleared while it ran")

@@ -259,6 +259,23 @@ def cancel_requested(store: MemoryStore, agent: str, run_id: str) -> str | None:
     return request.error if request is not None and request.kind == CANCEL else None
 
 
+def fence_session(store: MemoryStore, agent: str, session_id: str | None, *, token: str, retention_days: int | None) -> list[str]:
+    """Before a session (or every session of the agent, ``session_id=None``) is cleared: end each
+    unfinished run in it cancelled, so what such a run would write later never lands in the
+    cleared session (its driver's next save fails on the changed version, and every write of a
+    run follows a save). Returns the ids of the runs ended."""
+    ended_ids: list[str] = []
+    for status in (RUNNING, AWAITING_APPROVAL, AWAITING_BUDGET):
+        for record in list(store.iter_runs(agent, status=status, session_id=session_id)):
+            taken = record.evolve(lease_owner=token)
+            try:
+                finish(store, taken, CANCELLED, retention_days=retention_days, error="cancelled: its session was cleared while it ran")
+            except RunConflictError:
+                continue  # it ended (or moved on) meanwhile: its next save shows whether it still may write
+            ended_ids.append(record.run_id)
+    return ended_ids
+
+
 # --- decisions and budgets --------------------------------------------------------------
 
 

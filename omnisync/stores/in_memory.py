@@ -49,6 +49,7 @@ class InMemoryStore(MemoryStore):
     """Messages and runs in this process. Safe to share between threads."""
 
     kind = "in_memory"
+    writes_run_atomically = True
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -181,6 +182,16 @@ class InMemoryStore(MemoryStore):
             saved = record.evolve(version=(expected_version or 0) + 1)
             self._runs[key] = saved
             return saved
+
+    def append_and_save_run(
+        self, agent: str, session_id: str, messages: Sequence[Message], record: RunRecord, expected_version: int | None
+    ) -> tuple[list[Message], RunRecord]:
+        """Both or neither, under the store's lock: the record's version is checked before anything is written."""
+        with self._lock:
+            stored = self._runs.get((record.agent, record.run_id))
+            if expected_version is not None and (stored is None or stored.version != expected_version):
+                raise run_conflict(record, expected_version)
+            return super().append_and_save_run(agent, session_id, messages, record, expected_version)
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
         with self._lock:

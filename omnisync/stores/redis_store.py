@@ -406,6 +406,7 @@ class RedisStore(MemoryStore):
         if not isinstance(prefix, str) or not prefix:
             raise ConfigurationError(f"The Redis key prefix must be a non-empty string, not {prefix!r}.")
         self.cluster: bool = isinstance(client, RedisCluster)
+        self.writes_run_atomically = not self.cluster  # one script checks the version, then writes (on a cluster, two slots: not one script)
         if self.cluster and ("{" in prefix or "}" in prefix):
             raise ConfigurationError(
                 f"On a Redis Cluster the key prefix cannot hold {{ or }} (they would change which slot a key is in): {prefix!r}"
