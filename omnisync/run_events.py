@@ -132,15 +132,22 @@ ModelCall = Callable[..., Completion]
 """How a driver calls the model: ``call(messages, tools, **options)``, as ``ChatClient.complete`` takes them."""
 
 
-def events(steps: RunSteps, call_model: ModelCall) -> Iterator[RunEvent]:
-    """Drive a run, yielding each of its events; each model call is ``call_model(messages, tools, **options)``.
+ReplyTo = Callable[[ModelCallStarted], Generator[RunEvent, None, Union[Completion, StoppedReply]]]
+"""How a driver answers a model call: a generator that may yield events of its own (text as it
+streams) and returns the Completion, or a StoppedReply when its caller stopped it midway."""
 
-    A model error is thrown into the loop, which records the run as failed and raises it
-    again. Closing this iterator early closes the loop where it stands, and the run ends
-    cancelled.
+
+def drive(steps: RunSteps, reply_to: ReplyTo, leave: Callable[[RunSteps], None] | None = None) -> Generator[RunEvent, None, None]:
+    """Every driver's side of the run loop's protocol, written once.
+
+    Passes each event of the loop on; answers each :class:`ModelCallStarted` with
+    ``reply_to`` (passing on what it yields); throws a model error into the loop, which records
+    the run as failed and raises it again; and closes the loop however the driver leaves,
+    calling ``leave`` first (a streaming driver hands over a reply it was reading). Closing
+    this generator early closes the loop where it stands, and the run ends cancelled.
     """
+    reply: Completion | StoppedReply | None = None
     try:
-        reply: Completion | StoppedReply | None = None
         while True:
             try:
                 event = steps.send(reply)
@@ -150,12 +157,24 @@ def events(steps: RunSteps, call_model: ModelCall) -> Iterator[RunEvent]:
             yield event
             if isinstance(event, ModelCallStarted):
                 try:
-                    reply = call_model(event.messages, event.tools, **event.options())
+                    reply = yield from reply_to(event)
                 except Exception as exc:
                     steps.throw(exc)  # the loop records the failure and raises it again
                     raise
     finally:
+        if leave is not None:
+            leave(steps)
         steps.close()
+
+
+def events(steps: RunSteps, call_model: ModelCall) -> Iterator[RunEvent]:
+    """Drive a run, yielding each of its events; each model call is ``call_model(messages, tools, **options)``."""
+
+    def reply_to(call: ModelCallStarted) -> Generator[RunEvent, None, Completion]:
+        return call_model(call.messages, call.tools, **call.options())
+        yield  # a generator that yields nothing: the reply comes whole
+
+    return drive(steps, reply_to)
 
 
 def run_to_end(steps: RunSteps, call_model: ModelCall) -> RunResult:

@@ -17,6 +17,7 @@ stream that completes stores exactly what ``run()`` stores. When it does not com
 from __future__ import annotations
 
 import threading
+from contextlib import closing
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,6 +36,7 @@ from .run_events import (
     StoppedReply,
     Text,
     TextDelta,
+    drive,
     ToolCall,
     ToolResult,
 )
@@ -169,40 +171,21 @@ class _Drive:
             reply.close()  # unblocks a read in another thread at once
 
     def events(self) -> Iterator[StreamEvent]:
-        steps = self._open_steps()
-        sent: Completion | StoppedReply | None = None
         try:
-            while True:
-                try:
-                    event: RunEvent = steps.send(sent)
-                except StopIteration:
-                    return
-                except OmnisyncError as error:
-                    yield RunFailed(self.run_id, error)
-                    raise
-                sent = None
-                if isinstance(event, RunStarted):
-                    self.run_id = event.run_id
-                    if self._on_cancel is not None:
-                        self._on_cancel(event.run_id, self.interrupt)  # a cancel request from anywhere cuts the reply off
-                if isinstance(event, ModelCallStarted):
-                    try:
-                        sent = yield from self._stream_reply(event)
-                    except Exception as broke:
-                        try:
-                            steps.throw(broke)  # the loop records the failure as for run(), and raises it again
-                        except OmnisyncError as error:
-                            yield RunFailed(self.run_id, error)
-                            raise
-                        raise
-                    continue
-                if isinstance(event, (RunPaused, RunFinished)):
-                    self.result = event.result
-                    self._after_run(event.result)
-                if not isinstance(event, _INTERNAL):
-                    yield event
-        finally:
-            self._end(steps)
+            with closing(drive(self._open_steps(), self._stream_reply, leave=self._end)) as driven:
+                for event in driven:
+                    if isinstance(event, RunStarted):
+                        self.run_id = event.run_id
+                        if self._on_cancel is not None:
+                            self._on_cancel(event.run_id, self.interrupt)  # a cancel request from anywhere cuts the reply off
+                    if isinstance(event, (RunPaused, RunFinished)):
+                        self.result = event.result
+                        self._after_run(event.result)
+                    if not isinstance(event, _INTERNAL):
+                        yield event
+        except OmnisyncError as error:  # the loop recorded the run as failed: say so, then raise
+            yield RunFailed(self.run_id, error)
+            raise
 
     def _stream_reply(self, call: ModelCallStarted) -> Generator[StreamEvent, None, Completion | StoppedReply]:
         """Stream one model call, yielding its text; returns the Completion (or StoppedReply) for the loop.
