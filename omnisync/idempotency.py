@@ -1,4 +1,4 @@
-"""Idempotency keys: a retried ``POST .../runs`` with the same ``Idempotency-Key`` never starts a second run.
+"""Idempotency keys: a retried request with the same ``Idempotency-Key`` (a served ``POST .../runs``) never starts a second run.
 
 The key is kept in the agent's own store, as a record beside its runs (kind ``idempotency``,
 id from the session and the key), so every server process sharing that store sees it. A
@@ -17,10 +17,10 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from ..errors import ConfigurationError, RunConflictError
-from ..messages import utcnow
-from ..run_record import COMPLETED, FAILED, IDEMPOTENCY, RUNNING, RunRecord
-from ..stores.base import MemoryStore
+from .errors import ConfigurationError, RunConflictError
+from .messages import utcnow
+from .run_record import COMPLETED, FAILED, IDEMPOTENCY, RUNNING, RunRecord
+from .stores.base import MemoryStore
 
 KIND = IDEMPOTENCY
 MAX_KEY_LENGTH = 255
