@@ -359,3 +359,55 @@ def test_a_remote_stream_left_by_break_has_the_cancelled_result(open_server, gat
     assert stream.result["status"] == "cancelled"
     assert agent.get_run(stream.result["run_id"])["status"] == "cancelled"
     remote.cleanup()
+
+
+# --- the cancel of a run driven elsewhere --------------------------------------------------
+
+
+def test_a_cancel_its_driver_has_yet_to_see_is_202_with_the_run_as_it_stands(open_server, monkeypatch):
+    base, agent = open_server
+    done = agent.run("hi", session_id="cancel-202")
+    asked = {**done, "status": "running"}  # what cancel_run returns of a run another process drives
+    monkeypatch.setattr(agent, "cancel_run", lambda run_id, reason=None: asked)
+    response = requests.post(base + f"/agents/a/runs/{done['run_id']}/cancel", json={"reason": "stop"}, timeout=30)
+    assert response.status_code == 202 and response.json() == asked
+
+
+# --- 9. serve through the agent's front door -----------------------------------------------
+
+
+def test_serve_reaches_no_store_and_the_client_imports_no_server():
+    served = "\n".join(path.read_text() for path in (ROOT / "omnisync" / "serve").glob("*.py"))
+    for reach in (".store.", ".store)", "memory_router.store", "save_run(", "load_run(", "read_events(", "append_events("):
+        assert reach not in served, reach
+    import subprocess
+    import sys
+
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, omnisync.remote, omnisync.agent; print(sorted(m for m in sys.modules if m.startswith('omnisync.serve')))"],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    )
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_a_local_and_a_remote_agent_are_one_protocol_and_page_sessions_alike(open_server):
+    from omnisync.agent_protocol import Agent
+
+    base, agent = open_server
+    for session in ("page-1", "page-2", "page-3"):
+        agent.run("hi", session_id=session)
+    remote = RemoteAgent(base, agent="a")
+    drivers: list[Agent] = [agent, remote]  # checked by mypy too
+    pages = []
+    for driver in drivers:
+        assert isinstance(driver, Agent)
+        seen, cursor = [], None
+        while True:
+            page = driver.list_sessions_page(cursor=cursor, limit=2)
+            seen += [s["session_id"] for s in page["sessions"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        pages.append(seen)
+    assert pages[0] == pages[1] and {"page-1", "page-2", "page-3"} <= set(pages[0]) and len(set(pages[0])) == len(pages[0])
+    remote.cleanup()
