@@ -17,7 +17,7 @@ import requests
 from backend_routers import BACKENDS, open_router
 from serve_servers import scripted_model_server, uvicorn_server
 from test_serve_cli import free_port, omnisync, stop, wait_until_up
-from tool_agents import SYSTEM, counting_tools
+from test_serve_http import GATE, make_agent
 
 from omnisync import MemoryRouter, OmniCoreAgent
 from omnisync.errors import ConfigurationError, StoreError
@@ -28,7 +28,6 @@ from omnisync.serve import create_app
 ROOT = Path(__file__).parents[1]
 TOKEN = "token-of-the-edge-tests-0123456789"
 ALLOWED = "https://app.example"
-GATE = threading.Event()  # the "wait" tool returns once it is set
 LEAKS = ("SELECT", "INSERT", "sqlalchemy", "psycopg", "[parameters", "password", "127.0.0.1", "/tmp", "memory.db")
 
 
@@ -38,23 +37,10 @@ def model_url():
         yield url
 
 
-def make_agent(name: str, model_url: str, router: MemoryRouter | None = None) -> OmniCoreAgent:
-    tools = counting_tools()
-
-    @tools.register_tool()
-    def wait() -> str:
-        """Waits until the test lets it go."""
-        assert GATE.wait(20), "the test never opened the gate"
-        return "waited"
-
-    config = {"model": "gpt-5.4-mini", "base_url": model_url, "api_key": "test", "max_retries": 0}
-    return OmniCoreAgent(name=name, system_instruction=SYSTEM, model_config=config, memory_router=router, local_tools=tools)
-
-
 @pytest.fixture(scope="module")
 def open_server(model_url):
     """A server started without tokens (loopback only), one browser origin allowed."""
-    agent = make_agent("a", model_url)
+    agent = make_agent("a", model_url, None)
     with uvicorn_server(create_app(agent, cors_origins=[ALLOWED])) as base:
         yield base, agent
     agent.cleanup()
@@ -126,7 +112,7 @@ def test_two_entries_whose_agents_share_a_name_and_a_store_are_refused_at_start(
     with pytest.raises(ConfigurationError, match="'one' and 'two'.*name.*shared") as refused:
         create_app({"one": one, "two": two}, tokens={TOKEN: ["one"]})
     assert "different name" in str(refused.value)
-    apart = make_agent("shared", model_url)  # a store of its own: nothing to cross
+    apart = make_agent("shared", model_url, None)  # a store of its own: nothing to cross
     create_app({"one": one, "two": apart}, tokens={TOKEN: ["one"]})
     for agent in (one, two, apart):
         agent.cleanup()
@@ -220,7 +206,7 @@ def test_strings_the_store_cannot_take_are_a_4xx_naming_the_field_before_any_sto
 
 
 def test_served_agent_names_the_store_cannot_take_are_refused_at_start(model_url):
-    agent = make_agent("a", model_url)
+    agent = make_agent("a", model_url, None)
     for bad in ("a\x00", "a\ud800"):
         with pytest.raises(ConfigurationError, match="name"):
             create_app({bad: agent})
@@ -228,7 +214,7 @@ def test_served_agent_names_the_store_cannot_take_are_refused_at_start(model_url
 
 
 def test_a_store_failure_is_a_generic_5xx_with_a_request_id_and_its_cause_is_logged(model_url, monkeypatch, caplog):
-    agent = make_agent("a", model_url)
+    agent = make_agent("a", model_url, None)
     secret = "(psycopg.errors.Bad) SELECT * FROM runs WHERE id = %(id)s [parameters: {'id': 'x'}] (postgresql://omni:hunter2@127.0.0.1/db)"
 
     def failing(*args, **kwargs):

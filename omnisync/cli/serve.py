@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import ipaddress
 import json
 import os
 import sys
@@ -49,9 +48,10 @@ def serve(args: argparse.Namespace, timeout: float) -> int:
     tokens = read_tokens(args.token_file)
     from ..serve.agents import served_agents
     from ..serve.connections import uvicorn_options
+    from ..serve.loopback import is_loopback_host
 
     served = served_agents(agents)
-    if tokens is None and not _is_loopback(args.host):
+    if tokens is None and not is_loopback_host(args.host):
         raise UsageError(
             f"no token is configured, so the server listens on loopback only, not {args.host}: "
             "give --token-file or set OMNISYNC_SERVE_TOKENS to listen elsewhere"
@@ -121,15 +121,6 @@ def read_tokens(token_file: str | None) -> dict[str, list[str]] | None:
         return tokens
     variable = _env.serve_tokens()
     return parse_tokens(variable, "OMNISYNC_SERVE_TOKENS") if variable else None
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _url_host(host: str) -> str:
