@@ -12,7 +12,6 @@ import asyncio
 import functools
 from typing import Any
 
-import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEADER_SECONDS = 30.0
@@ -50,9 +49,9 @@ class HeaderDeadlineProtocol(H11Protocol):
             self._header_deadline = None
 
     def _headers_overdue(self) -> None:
+        """No request is being answered, and none came whole in time (or a finished one's body still trickles in)."""
         self._header_deadline = None
-        waiting = self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
-        if waiting and not self.transport.is_closing():
+        if (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing():
             self.transport.close()
 
 
