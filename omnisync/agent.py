@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime
+from collections.abc import Sequence
 from typing import Any, cast
 
-from . import run_state
+from . import idempotency, run_state
 from ._logging import logger
 from .agent_config import AgentConfig
+from .agent_protocol import SessionSummary, SessionsPage
 from .errors import ConfigurationError
 from .model.client import ChatClient
 from .messages import Message
@@ -23,7 +25,7 @@ from .run_record import RUN_STATUSES, RunRecord
 from .runner import ON_BUSY, Runner, new_session_id, result_of
 from .content import Content, UserContent, check_content
 from .streaming import AgentStream, streams
-from .stores.base import MemoryStore, RunCursor, run_cursor
+from .stores.base import MemoryStore, RunCursor, RunEvent, run_cursor
 from .summaries import Summarizer
 from .tokens import TokenCounter, default_counter
 from .tools import ToolRegistry
@@ -327,6 +329,50 @@ class OmniCoreAgent:
 
     def __repr__(self) -> str:
         return f"OmniCoreAgent(name={self.name!r}, model={self.model_config.model!r}, store={self._router.kind!r})"
+
+    # --- for servers and other drivers over a wire: what they need, so none reaches into the store ---
+
+    def list_sessions_page(self, *, cursor: str | None = None, limit: int = 100) -> SessionsPage:
+        """Up to ``limit`` of this agent's sessions that hold messages, ordered by id, after
+        ``cursor`` (None: from the start), and the ``next_cursor`` for the page after this one
+        (None on the last). One bounded read of the store per page."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError(f"limit must be a whole number of sessions, at least 1, not {limit!r}")
+        after = (self.name, _check_session_id(cursor)) if cursor is not None else None
+        found = self._store().sessions_page(self.name, after, limit + 1)
+        page = found[:limit]
+        sessions: list[SessionSummary] = [
+            {"session_id": s.session_id, "message_count": s.message_count, "last_activity": s.last_activity.isoformat() if s.last_activity else None}
+            for s in page
+        ]
+        return {"sessions": sessions, "next_cursor": page[-1].session_id if len(found) > limit else None}
+
+    def check_store(self) -> None:
+        """Raise StoreError unless this agent's store answers a read (a readiness probe)."""
+        self._store().load_run(self.name, "readiness-probe")
+
+    def append_run_events(self, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        """Keep ``(name, data)`` events of a run (what a server streamed of it), as one write; return the last one's id."""
+        return self._store().append_events(self.name, _check_run_id(run_id), events)
+
+    def read_run_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[RunEvent]:
+        """Up to ``limit`` (the store's page when None) events kept of the run, with ids above ``after``, in order."""
+        store = self._store()
+        run_id = _check_run_id(run_id)
+        return store.read_events(self.name, run_id, after) if limit is None else store.read_events(self.name, run_id, after, limit)
+
+    def claim_request_key(self, session_id: str, key: str, request_hash: str) -> str | None:
+        """Take an idempotency ``key`` for a request that starts a run (see :mod:`omnisync.idempotency`):
+        None when this request holds it and starts the run, the run's id when an earlier one did."""
+        return idempotency.reserve(self._store(), self.name, _check_session_id(session_id), key, request_hash, self.config.run_lease_seconds)
+
+    def bind_request_key(self, session_id: str, key: str, run_id: str) -> None:
+        """The key's run started: later requests with the key get ``run_id``."""
+        idempotency.bind(self._store(), self.name, _check_session_id(session_id), key, run_id, self.config.run_retention_days)
+
+    def release_request_key(self, session_id: str, key: str, error: str) -> None:
+        """The key's run did not start (``error`` says why): a retry may try again."""
+        idempotency.release(self._store(), self.name, _check_session_id(session_id), key, error, self.config.run_retention_days)
 
 
 def _check_name(name: Any) -> str:

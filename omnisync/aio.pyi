@@ -3,6 +3,7 @@
 from omnisync._aio_pool import set_thread_count as set_thread_count, thread_count as thread_count
 from omnisync.agent import OmniCoreAgent as _BlockingOmniCoreAgent
 from omnisync.agent_config import AgentConfig
+from omnisync.agent_protocol import SessionsPage
 from omnisync.aio_stream import AsyncAgentStream
 from omnisync.content import ContentPart as ContentPart, UserContent as UserContent
 from omnisync.errors import ConfigurationError as ConfigurationError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
@@ -10,10 +11,10 @@ from omnisync.model.config import ModelConfig
 from omnisync.remote import RemoteAgent as _BlockingRemoteAgent
 from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, HistoryPage as HistoryPage, ModelCallUsage as ModelCallUsage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, RunsPage as RunsPage, SessionUsage as SessionUsage, Usage as Usage
 from omnisync.router import MemoryRouter as _BlockingMemoryRouter
-from omnisync.stores.base import MemoryStore
+from omnisync.stores.base import MemoryStore, RunEvent
 from omnisync.tokens import TokenCounter
 from omnisync.tools.registry import ToolRegistry as ToolRegistry
-from typing import Any
+from typing import Any, Sequence
 
 __all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "HistoryMessage", "HistoryPage", "MemoryRouter", "MissingDependencyError", "ModelCallUsage", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RemoteAgent", "RunError", "RunRecordDict", "RunResult", "RunsPage", "SessionUsage", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
 
@@ -50,11 +51,20 @@ class OmniCoreAgent:
     def __init__(self, name: str, system_instruction: str, model_config: dict[str, Any] | ModelConfig, memory_router: MemoryRouter | _BlockingMemoryRouter | None = None, agent_config: dict[str, Any] | None = None, local_tools: ToolRegistry | None = None, token_counter: TokenCounter | None = None) -> None: ...
     @property
     def blocking(self) -> _BlockingOmniCoreAgent: ...
+    async def append_run_events(self, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]) -> int:
+        """Keep ``(name, data)`` events of a run (what a server streamed of it), as one write; return the last one's id."""
+    async def bind_request_key(self, session_id: str, key: str, run_id: str) -> None:
+        """The key's run started: later requests with the key get ``run_id``."""
     async def cancel_run(self, run_id: str, reason: str | None = None) -> RunResult:
         """End a paused run, or one whose process died, as cancelled; it frees its session.
 
         Its tool calls that have no result yet are answered as not run, so the session stays
         valid for the model."""
+    async def check_store(self) -> None:
+        """Raise StoreError unless this agent's store answers a read (a readiness probe)."""
+    async def claim_request_key(self, session_id: str, key: str, request_hash: str) -> str | None:
+        """Take an idempotency ``key`` for a request that starts a run (see :mod:`omnisync.idempotency`):
+        None when this request holds it and starts the run, the run's id when an earlier one did."""
     async def cleanup(self) -> None:
         """Wait for pending summaries and release what this agent owns (not a router you passed in)."""
     async def clear_session_history(self, session_id: str | None = None) -> int:
@@ -86,12 +96,20 @@ class OmniCoreAgent:
         One bounded read of the store per page on SQL (an index in run order), a bounded step at
         a time on Redis and MongoDB (see each store's ``runs_page``): page through many runs
         without holding them. A run started meanwhile shows on a later page; none shows twice."""
+    async def list_sessions_page(self, *, cursor: str | None = None, limit: int = 100) -> SessionsPage:
+        """Up to ``limit`` of this agent's sessions that hold messages, ordered by id, after
+        ``cursor`` (None: from the start), and the ``next_cursor`` for the page after this one
+        (None on the last). One bounded read of the store per page."""
     @property
     def memory_router(self) -> MemoryRouter: ...
     async def preview(self, session_id: str, message: UserContent | None = None) -> Preview:
         """What the next model call of ``session_id`` would be given, without calling the model."""
     async def prune_runs(self) -> int:
         """Delete this agent's finished run records older than ``run_retention_days``; return how many."""
+    async def read_run_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[RunEvent]:
+        """Up to ``limit`` (the store's page when None) events kept of the run, with ids above ``after``, in order."""
+    async def release_request_key(self, session_id: str, key: str, error: str) -> None:
+        """The key's run did not start (``error`` says why): a retry may try again."""
     async def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult:
         """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""
     async def resume(self, run_id: str, output_type: Any = None) -> RunResult:
@@ -158,6 +176,8 @@ class RemoteAgent:
         """Every run of this agent, oldest first (the server's pages followed)."""
     async def list_runs_page(self, *, status: str | None = None, session_id: str | None = None, cursor: str | None = None, limit: int = 100) -> RunsPage:
         """As :meth:`OmniCoreAgent.list_runs_page`; the server allows up to 500 a page."""
+    async def list_sessions_page(self, *, cursor: str | None = None, limit: int = 100) -> SessionsPage:
+        """As :meth:`OmniCoreAgent.list_sessions_page`; the server allows up to 500 a page."""
     async def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult: ...
     async def resume(self, run_id: str, output_type: Any = None) -> RunResult:
         """As :meth:`OmniCoreAgent.resume`: ``output_type`` again reads ``output`` into it."""

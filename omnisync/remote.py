@@ -31,14 +31,16 @@ from urllib.parse import quote
 
 import requests
 
-from .errors import ConfigurationError, OmnisyncError, RemoteError
+from .agent_protocol import SessionsPage
+from .errors import ConfigurationError, OmnisyncError, RemoteError, RunStateError
 from .content import UserContent, check_content
 from .model.sse import EventParser
 from .output import OutputType
 from .results import HistoryMessage, HistoryPage, RunRecordDict, RunResult, RunsPage, SessionUsage
 from .run_events import RunFailed, RunFinished, RunPaused
-from .runner import new_session_id
-from .serve.wire import ENDING_EVENTS, error_from_wire, event_from_wire, run_id_of
+from .run_record import RUNNING, RunRecord
+from .runner import new_session_id, result_of
+from .wire import ENDING_EVENTS, error_from_wire, event_from_wire, run_id_of
 from .streaming import EventStream, StreamEvent, streams
 
 DEFAULT_TIMEOUT = 60.0
@@ -151,6 +153,11 @@ class RemoteAgent:
             params["cursor"] = cursor
         return cast(HistoryPage, self._call("GET", self._session_path(session_id, "messages"), params=params))
 
+    def list_sessions_page(self, *, cursor: str | None = None, limit: int = 100) -> SessionsPage:
+        """As :meth:`OmniCoreAgent.list_sessions_page`; the server allows up to 500 a page."""
+        params: dict[str, Any] = {"limit": limit, **({"cursor": cursor} if cursor is not None else {})}
+        return cast(SessionsPage, self._call("GET", self._agent_path("sessions"), params=params))
+
     def clear_session_history(self, session_id: str | None = None) -> int:
         """Forget one session; return how many messages went."""
         if session_id is None:
@@ -233,13 +240,18 @@ class RemoteStream(EventStream):
             response.close()
 
     def close(self) -> None:
-        """Before the run paused or ended: cancel it (its text so far kept, marked partial); then close the connection."""
+        """Before the run paused or ended: cancel it (its text so far kept, marked partial); then close
+        the connection. ``result`` is then the run as it ended, as a local stream's."""
         if not self._ended and self.run_id is not None:
             self._ended = True
             try:
-                self._agent.cancel_run(self.run_id)
-            except OmnisyncError:  # it ended meanwhile, or the server is gone: nothing to stop
-                pass
+                ended = self._agent.cancel_run(self.run_id)
+            except RunStateError:  # it paused or ended meanwhile: its record says how
+                ended = result_of(RunRecord.from_record(dict(self._agent.get_run(self.run_id))))
+            except OmnisyncError:  # the server is gone: nothing to stop, nothing known
+                ended = None
+            if ended is not None and ended["status"] != RUNNING:
+                self._result = ended
         self.interrupt()
 
     def _drive(self) -> Iterator[StreamEvent]:

@@ -1,7 +1,7 @@
 """An agent for ``omnisync serve served_worker:agent``, as each worker process of the
 many-workers tests builds it: its store, model and lease from the environment.
 
-    SERVED_KIND, SERVED_URL    the store every worker shares
+    SERVED_KIND, SERVED_URL    the store every worker shares (no URL for in_memory)
     SERVED_AGENT               the agent's name (one per test)
     SERVED_MODEL_URL           cassettes/scripted_model.py, started by the test
     SERVED_LEASE               run_lease_seconds
@@ -32,7 +32,7 @@ agent = OmniCoreAgent(
     name=os.environ["SERVED_AGENT"],
     system_instruction=SYSTEM,
     model_config={"model": "gpt-5.4-mini", "base_url": os.environ["SERVED_MODEL_URL"], "api_key": "test", "max_retries": 0},
-    memory_router=MemoryRouter(os.environ["SERVED_KIND"], url=os.environ["SERVED_URL"]),
+    memory_router=MemoryRouter(os.environ["SERVED_KIND"], url=os.environ.get("SERVED_URL")),
     agent_config={"run_lease_seconds": int(os.environ.get("SERVED_LEASE", "300"))},
     local_tools=tools,
 )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import ipaddress
 import json
 import os
 import sys
@@ -23,6 +22,7 @@ from .errors import UsageError
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 WORKER_FACTORY = "omnisync.cli.serve:worker_app"
+REQUEST_SECONDS = 30.0
 
 
 def add_arguments(sub: argparse.ArgumentParser) -> None:
@@ -32,6 +32,10 @@ def add_arguments(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--workers", type=_workers, default=1, help="server processes (default 1); more need a store they all reach")
     sub.add_argument("--token-file", metavar="FILE", help="bearer tokens, one 'TOKEN AGENT[,AGENT...]' (or 'TOKEN *') a line; else OMNISYNC_SERVE_TOKENS")
     sub.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN", help="a web origin that may call the API from a browser (repeat for more); none by default")
+    sub.add_argument(
+        "--request-timeout", type=_seconds, default=REQUEST_SECONDS, metavar="SECONDS",
+        help=f"a request's headers, and then its body, must arrive within this (default {REQUEST_SECONDS:g}); a connection that sends nothing more is closed",
+    )
 
 
 def serve(args: argparse.Namespace, timeout: float) -> int:
@@ -39,13 +43,15 @@ def serve(args: argparse.Namespace, timeout: float) -> int:
         import uvicorn
     except ImportError as exc:
         raise MissingDependencyError(f"omnisync serve needs uvicorn and Starlette ({exc}): pip install 'omnisync[serve]'") from exc
-    config = {"target": args.target, "token_file": args.token_file, "cors": args.cors_origin}
+    config = {"target": args.target, "token_file": args.token_file, "cors": args.cors_origin, "request_timeout": args.request_timeout}
     agents = load_agents(args.target)
     tokens = read_tokens(args.token_file)
     from ..serve.agents import served_agents
+    from ..serve.connections import uvicorn_options
+    from ..serve.loopback import is_loopback_host
 
     served = served_agents(agents)
-    if tokens is None and not _is_loopback(args.host):
+    if tokens is None and not is_loopback_host(args.host):
         raise UsageError(
             f"no token is configured, so the server listens on loopback only, not {args.host}: "
             "give --token-file or set OMNISYNC_SERVE_TOKENS to listen elsewhere"
@@ -57,12 +63,13 @@ def serve(args: argparse.Namespace, timeout: float) -> int:
     if tokens is None:
         print(f"omnisync serve: no token configured: listening on {args.host} only, open to anyone on this machine", file=sys.stderr)
     print(f"omnisync serve: agents {', '.join(served)} on http://{_url_host(args.host)}:{args.port} ({args.workers} worker(s))", file=sys.stderr)
+    options = uvicorn_options(args.request_timeout)
     if args.workers == 1:
-        app = _app(served, tokens, args.cors_origin)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+        app = _app(served, tokens, args.cors_origin, args.request_timeout)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="info", **options)
     else:
         os.environ["OMNISYNC_SERVE_WORKER"] = json.dumps(config)
-        uvicorn.run(WORKER_FACTORY, factory=True, host=args.host, port=args.port, workers=args.workers, log_level="info")
+        uvicorn.run(WORKER_FACTORY, factory=True, host=args.host, port=args.port, workers=args.workers, log_level="info", **options)
     return 0
 
 
@@ -71,13 +78,13 @@ def worker_app() -> Any:
     config = json.loads(_env.serve_worker() or "{}")
     if "target" not in config:
         raise ConfigurationError("omnisync.cli.serve:worker_app is started by 'omnisync serve --workers N', which sets OMNISYNC_SERVE_WORKER")
-    return _app(load_agents(config["target"]), read_tokens(config["token_file"]), config["cors"])
+    return _app(load_agents(config["target"]), read_tokens(config["token_file"]), config["cors"], float(config.get("request_timeout", REQUEST_SECONDS)))
 
 
-def _app(agents: Any, tokens: dict[str, list[str]] | None, cors: list[str]) -> Any:
+def _app(agents: Any, tokens: dict[str, list[str]] | None, cors: list[str], request_timeout: float) -> Any:
     from ..serve import create_app
 
-    return create_app(agents, tokens=tokens, cors_origins=cors)
+    return create_app(agents, tokens=tokens, cors_origins=cors, body_seconds=request_timeout)
 
 
 def load_agents(target: str) -> Any:
@@ -116,15 +123,6 @@ def read_tokens(token_file: str | None) -> dict[str, list[str]] | None:
     return parse_tokens(variable, "OMNISYNC_SERVE_TOKENS") if variable else None
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
@@ -133,6 +131,16 @@ def _port(text: str) -> int:
     if not text.isdigit() or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {text!r}")
     return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"a timeout is a number of seconds above 0, at most 3600, not {text!r}")
+    return seconds
 
 
 def _workers(text: str) -> int:

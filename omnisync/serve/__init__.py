@@ -17,7 +17,7 @@ __all__ = ["create_app"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "create_app":  # imported on use, so omnisync.remote can use .wire without Starlette
+    if name == "create_app":  # imported on use, so importing omnisync.serve needs no Starlette
         from ..errors import MissingDependencyError
 
         try:

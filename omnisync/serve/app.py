@@ -44,22 +44,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .. import aio
-from .._aio_pool import call as in_thread
-from .._logging import logger
+from .. import aio, idempotency
+from ..content import check_content
 from ..errors import OmnisyncError, RunConflictError
 from ..results import RunResult
 from ..run_record import PAUSED_STATUSES, RUNNING, RunRecord
 from ..runner import result_of
-from . import idempotency, page
+from . import page
 from .agents import Agents, served_agents
 from .auth import Tokens
-from ..content import check_content
 from .bodies import (
+    BODY_SECONDS,
     MAX_BODY_BYTES,
     RESUME_FIELDS,
     RUN_FIELDS,
     HttpError,
+    checked_id,
     checked_output_type,
     decode_cursor,
     encode_cursor,
@@ -67,10 +67,12 @@ from .bodies import (
     only_params,
     page_size,
     read_json,
+    seq_cursor,
 )
+from .failures import log_failure, public_error
+from .loopback import LoopbackOnly
 from .openapi import describe
 from .runs import Cursor, Drive, RunHub, Sent
-from .wire import error_to_wire, http_status
 
 POLL_SECONDS = 0.5
 READY_TIMEOUT_SECONDS = 5.0
@@ -88,15 +90,18 @@ def create_app(
     cors_origins: Iterable[str] = (),
     max_body_bytes: int = MAX_BODY_BYTES,
     shutdown_grace: float = SHUTDOWN_GRACE_SECONDS,
+    body_seconds: float = BODY_SECONDS,
 ) -> Starlette:
     """A Starlette app serving ``agents`` (one, a list, or ``{name: agent}``).
 
     ``tokens`` maps each bearer token to the agent names it may use (``"*"`` for all); None
-    leaves the app open, for loopback only (``omnisync serve`` binds 127.0.0.1 then). CORS
-    stays closed unless ``cors_origins`` are given. At shutdown, runs under way get
-    ``shutdown_grace`` seconds to finish, then are stopped (cancelled, their text kept).
+    leaves the app open, for loopback only (``omnisync serve`` binds 127.0.0.1 then): it
+    answers requests to a loopback ``Host`` only, with JSON bodies (or from ``cors_origins``).
+    CORS stays closed unless ``cors_origins`` are given. A request body must arrive within
+    ``body_seconds``. At shutdown, runs under way get ``shutdown_grace`` seconds to finish,
+    then are stopped (cancelled, their text kept).
     """
-    api = _Api(served_agents(agents), tokens, max_body_bytes)
+    api = _Api(served_agents(agents), tokens, max_body_bytes, body_seconds)
     cors = [str(origin) for origin in cors_origins]
 
     @contextlib.asynccontextmanager
@@ -111,9 +116,12 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=cors,
                 allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"],
+                allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "Prefer"],
+                expose_headers=[RUN_ID_HEADER, "Location", "Preference-Applied"],
             )
         )
+    if tokens is None:
+        middleware.append(Middleware(LoopbackOnly, allowed_origins=cors))
     app = Starlette(
         routes=api.routes(),
         middleware=middleware,
@@ -125,10 +133,13 @@ def create_app(
 
 
 class _Api:
-    def __init__(self, agents: dict[str, aio.OmniCoreAgent], tokens: Mapping[str, Collection[str]] | None, max_body_bytes: int) -> None:
+    def __init__(
+        self, agents: dict[str, aio.OmniCoreAgent], tokens: Mapping[str, Collection[str]] | None, max_body_bytes: int, body_seconds: float
+    ) -> None:
         self.agents = agents
         self.tokens = Tokens(tokens, agents) if tokens is not None else None
         self.max_body = max_body_bytes
+        self.body_seconds = body_seconds
         self.hub = RunHub()
         self._starting: dict[tuple[str, str, str], Drive] = {}  # (agent, session, key) -> a drive whose key is not bound yet
 
@@ -175,6 +186,9 @@ class _Api:
             raise HttpError(404, "AgentNotFound", f"no agent {name!r} here (GET /agents lists the ones you may use)")
         return name, self.agents[name]
 
+    async def _body(self, request: Request, fields: Mapping[str, tuple[tuple[type, ...], bool]]) -> dict[str, Any]:
+        return await read_json(request, fields, self.max_body, self.body_seconds)
+
     # --- health ---------------------------------------------------------------------------
 
     async def openapi(self, request: Request) -> Response:
@@ -184,13 +198,13 @@ class _Api:
         return JSONResponse({"status": "ok"})
 
     async def readyz(self, request: Request) -> Response:
+        """Up or down, and nothing else: why a store did not answer goes to the log."""
         try:
             for agent in self.agents.values():
-                store = agent.blocking.memory_router.store
-                await asyncio.wait_for(in_thread(store.load_run, agent.name, "readiness-probe"), READY_TIMEOUT_SECONDS)
+                await asyncio.wait_for(agent.check_store(), READY_TIMEOUT_SECONDS)
         except Exception as exc:
-            reason = error_to_wire(exc) if isinstance(exc, OmnisyncError) else {"type": type(exc).__name__, "message": "the store did not answer"}
-            return JSONResponse({"status": "unavailable", "error": reason}, status_code=503)
+            log_failure(exc, "the readiness probe")
+            return JSONResponse({"status": "unavailable"}, status_code=503)
         return JSONResponse({"status": "ready"})
 
     async def list_agents(self, request: Request) -> Response:
@@ -201,18 +215,17 @@ class _Api:
 
     async def start_run(self, request: Request) -> Response:
         name, agent = self._agent(request)
-        session_id = request.path_params["session"]
-        body = await read_json(request, RUN_FIELDS, self.max_body)
+        session_id = _session_id(request)
+        body = await self._body(request, RUN_FIELDS)
         check_content(body["message"])  # a bad part is a 422 before any key is reserved
         message, on_busy, output_type = body["message"], body.get("on_busy", "wait"), checked_output_type(body)
         key = request.headers.get("idempotency-key")
         if key is None:
             return await self._answer(request, self.hub.drive(name, agent, agent.stream(message, session_id, on_busy, output_type)))
         key = idempotency.check_key(key)
-        store = agent.blocking.memory_router.store
         request_hash = idempotency.fingerprint({"message": message, "on_busy": on_busy, **({"output_type": output_type} if output_type else {})})
         try:
-            earlier_run = await in_thread(idempotency.reserve, store, agent.name, session_id, key, request_hash, agent.config.run_lease_seconds)
+            earlier_run = await agent.claim_request_key(session_id, key, request_hash)
         except RunConflictError:
             starting = self._starting.get((name, session_id, key))
             if starting is None:
@@ -222,14 +235,14 @@ class _Api:
             return await self._existing(request, name, agent, earlier_run)
 
         async def bind(run_id: str) -> None:
-            await in_thread(idempotency.bind, store, agent.name, session_id, key, run_id, agent.config.run_retention_days)
+            await agent.bind_request_key(session_id, key, run_id)
 
         slot = (name, session_id, key)
         try:
             drive = self._starting[slot] = self.hub.drive(name, agent, agent.stream(message, session_id, on_busy, output_type), on_start=bind)
             await asyncio.shield(drive.started)
         except Exception as exc:
-            await in_thread(idempotency.release, store, agent.name, session_id, key, str(exc), agent.config.run_retention_days)
+            await agent.release_request_key(session_id, key, str(exc))
             raise
         finally:
             self._starting.pop(slot, None)
@@ -237,8 +250,8 @@ class _Api:
 
     async def resume(self, request: Request) -> Response:
         name, agent = self._agent(request)
-        run_id = request.path_params["run_id"]
-        output_type = checked_output_type(await read_json(request, RESUME_FIELDS, self.max_body))
+        run_id = _run_id(request)
+        output_type = checked_output_type(await self._body(request, RESUME_FIELDS))
         self.hub.check_not_live(name, run_id)
         return await self._answer(request, self.hub.drive(name, agent, agent.resume_stream(run_id, output_type)))
 
@@ -253,7 +266,8 @@ class _Api:
         try:
             result = await asyncio.shield(drive.finished)
         except OmnisyncError as exc:
-            return _error(http_status(exc), {"run_id": drive.run_id, **error_to_wire(exc)}, named)
+            status, error = public_error(exc, f"{request.method} {request.url.path}")
+            return _error(status, {"run_id": drive.run_id, **error}, named)
         return JSONResponse(result, headers=named)
 
     async def _existing(self, request: Request, name: str, agent: aio.OmniCoreAgent, run_id: str) -> Response:
@@ -270,14 +284,18 @@ class _Api:
     async def get_run(self, request: Request) -> Response:
         name, agent = self._agent(request)
         only_params(request)
-        return JSONResponse(await agent.get_run(request.path_params["run_id"]))
+        return JSONResponse(await agent.get_run(_run_id(request)))
 
     async def list_runs(self, request: Request) -> Response:
         name, agent = self._agent(request)
         only_params(request, "status", "session", "limit", "cursor")
         limit, after = page_size(request), decode_cursor(request)
+        session_id = request.query_params.get("session")
         page = await agent.list_runs_page(
-            status=request.query_params.get("status"), session_id=request.query_params.get("session"), cursor=after[0] if after else None, limit=limit
+            status=request.query_params.get("status"),
+            session_id=None if session_id is None else checked_id(session_id, "session"),
+            cursor=after[0] if after else None,
+            limit=limit,
         )
         next_cursor = page["next_cursor"]
         return JSONResponse({"runs": page["runs"], "next_cursor": encode_cursor([next_cursor]) if next_cursor else None})
@@ -285,7 +303,7 @@ class _Api:
     async def events(self, request: Request) -> Response:
         name, agent = self._agent(request)
         only_params(request, "after")
-        run_id = request.path_params["run_id"]
+        run_id = _run_id(request)
         await agent.get_run(run_id)  # 404 for a run this agent does not have
         after = request.headers.get("last-event-id", request.query_params.get("after", "0"))
         if after == FINAL:
@@ -297,23 +315,23 @@ class _Api:
 
     async def approve(self, request: Request) -> Response:
         name, agent = self._agent(request)
-        body = await read_json(request, {"call_id": ((str,), True), "approved": ((bool,), True), "reason": ((str, type(None)), False)}, self.max_body)
-        result = await agent.resolve_approval(request.path_params["run_id"], body["call_id"], body["approved"], body.get("reason"))
+        body = await self._body(request, {"call_id": ((str,), True), "approved": ((bool,), True), "reason": ((str, type(None)), False)})
+        result = await agent.resolve_approval(_run_id(request), checked_id(body["call_id"], "call_id"), body["approved"], body.get("reason"))
         return JSONResponse(result)
 
     async def budget(self, request: Request) -> Response:
         name, agent = self._agent(request)
         fields = {key: ((int,), False) for key in ("extra_tool_calls", "extra_tokens", "extra_steps")}
-        body = await read_json(request, fields, self.max_body)
-        return JSONResponse(await agent.grant_budget(request.path_params["run_id"], **body))
+        body = await self._body(request, fields)
+        return JSONResponse(await agent.grant_budget(_run_id(request), **body))
 
     async def cancel(self, request: Request) -> Response:
         name, agent = self._agent(request)
-        body = await read_json(request, {"reason": ((str, type(None)), False)}, self.max_body)
-        run_id = request.path_params["run_id"]
+        body = await self._body(request, {"reason": ((str, type(None)), False)})
+        run_id = _run_id(request)
         drive = self.hub.live(name, run_id)
-        if drive is None:
-            return JSONResponse(await agent.cancel_run(run_id, body.get("reason")))
+        if drive is None:  # driven elsewhere, or by nobody: the agent stores the request its driver observes
+            return _cancelled(await agent.cancel_run(run_id, body.get("reason")))
         drive.interrupt()  # the run keeps its reply so far, marked partial, and ends cancelled
         try:
             result: RunResult = await asyncio.shield(drive.finished)
@@ -321,7 +339,7 @@ class _Api:
             result = result_of(RunRecord.from_record(dict(await agent.get_run(run_id))))
         if result["status"] in PAUSED_STATUSES:  # it paused before it saw the interruption: cancel the paused run
             result = await agent.cancel_run(run_id, body.get("reason"))
-        return JSONResponse(result)
+        return _cancelled(result)
 
     # --- sessions -------------------------------------------------------------------------
 
@@ -329,22 +347,16 @@ class _Api:
         name, agent = self._agent(request)
         only_params(request, "limit", "cursor")
         limit, after = page_size(request), decode_cursor(request)
-        store = agent.blocking.memory_router.store
-        cursor = (agent.name, after[0]) if after else None  # the cursor is [session_id]
-        infos = await in_thread(store.sessions_page, agent.name, cursor, limit + 1)  # one more: is there a next page?
-        page = infos[:limit]
-        sessions = [
-            {"session_id": s.session_id, "message_count": s.message_count, "last_activity": s.last_activity.isoformat() if s.last_activity else None}
-            for s in page
-        ]
-        return JSONResponse({"sessions": sessions, "next_cursor": encode_cursor([page[-1].session_id]) if len(infos) > limit else None})
+        page = await agent.list_sessions_page(cursor=checked_id(after[0], "cursor") if after else None, limit=limit)  # the cursor is [session_id]
+        next_cursor = page["next_cursor"]
+        return JSONResponse({"sessions": page["sessions"], "next_cursor": encode_cursor([next_cursor]) if next_cursor else None})
 
     async def messages(self, request: Request) -> Response:
         name, agent = self._agent(request)
         only_params(request, "include_inactive", "limit", "cursor")
         limit, after = page_size(request), decode_cursor(request)
         page = await agent.get_session_history_page(
-            request.path_params["session"], cursor=after[0] if after else None, limit=limit, include_inactive=flag(request, "include_inactive")
+            _session_id(request), cursor=seq_cursor(after), limit=limit, include_inactive=flag(request, "include_inactive")
         )
         next_cursor = page["next_cursor"]
         return JSONResponse({"messages": page["messages"], "next_cursor": encode_cursor([next_cursor]) if next_cursor else None})
@@ -352,15 +364,28 @@ class _Api:
     async def usage(self, request: Request) -> Response:
         name, agent = self._agent(request)
         only_params(request)
-        return JSONResponse(await agent.get_session_usage(request.path_params["session"]))
+        return JSONResponse(await agent.get_session_usage(_session_id(request)))
 
     async def clear_session(self, request: Request) -> Response:
         name, agent = self._agent(request)
         only_params(request)
-        return JSONResponse({"deleted": await agent.clear_session_history(request.path_params["session"])})
+        return JSONResponse({"deleted": await agent.clear_session_history(_session_id(request))})
 
 
 FINAL = "final"  # the id of the one event a run that stored no ending gets: its end, from its record
+
+
+def _session_id(request: Request) -> str:
+    return checked_id(request.path_params["session"], "session")
+
+
+def _run_id(request: Request) -> str:
+    return checked_id(request.path_params["run_id"], "run_id")
+
+
+def _cancelled(result: RunResult) -> JSONResponse:
+    """A cancel's answer: the run as it ended, or 202 while its driver (elsewhere) has yet to see the request."""
+    return JSONResponse(result, status_code=202 if result["status"] == RUNNING else 200)
 
 
 def _wants_events(request: Request) -> bool:
@@ -416,18 +441,15 @@ def _event_bytes(event: Sent) -> bytes:
 
 
 def _guarded(handler: Handler) -> Handler:
-    """Errors become JSON: ours with their status, omnisync's by class, anything else a 500 that says nothing inside."""
+    """Errors become JSON: ours with their status, omnisync's by class; a failure of the server's own says only its request id (see failures.py)."""
 
     async def endpoint(request: Request) -> Response:
         try:
             return await handler(request)
         except HttpError as exc:
             return _error(exc.status, {"type": exc.type, "message": str(exc)}, exc.headers)
-        except OmnisyncError as exc:
-            return _error(http_status(exc), error_to_wire(exc))
         except Exception as exc:
-            logger.exception("%s %s failed", request.method, request.url.path)
-            return _error(500, error_to_wire(exc))
+            return _error(*public_error(exc, f"{request.method} {request.url.path}"))
 
     return endpoint
 

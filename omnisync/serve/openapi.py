@@ -13,6 +13,7 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from ..storable import MAX_ID_LENGTH
 from .bodies import MAX_PAGE
 
 JSON = "application/json"
@@ -113,21 +114,25 @@ def _answer(description: str, schema: dict[str, Any], *errors: int, events: bool
 
 
 ERRORS = {
-    400: "the body is not JSON",
+    400: "the body is not JSON, or nests too deep",
     401: "no token, or one this server does not know",
     404: "no such agent for this token, or no such run",
+    408: "the body did not arrive in time",
     409: "the session is busy, or the run is in another state",
     413: "the body is over the server's limit",
-    422: "a field, id or query parameter is not valid",
+    415: "a server without tokens: the body is not sent as JSON",
+    421: "a server without tokens: the Host is not loopback",
+    422: "a field, id or query parameter is not valid (or holds what no store keeps: a NUL, a lone surrogate, too many characters)",
     502: "the model failed",
-    503: "the store did not answer",
+    503: "the store did not answer (the error names a request id the server's log has)",
 }
-READ = (401, 404, 422, 503)
-WRITE = (400, 401, 404, 409, 413, 422, 502, 503)
+READ = (401, 404, 421, 422, 503)
+WRITE = (400, 401, 404, 408, 409, 413, 415, 421, 422, 502, 503)
 
 
-def _path(name: str, description: str) -> dict[str, Any]:
-    return {"name": name, "in": "path", "required": True, "description": description, "schema": {"type": "string", "minLength": 1}}
+def _path(name: str, description: str, max_length: int | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "minLength": 1, **({"maxLength": max_length} if max_length else {})}
+    return {"name": name, "in": "path", "required": True, "description": description, "schema": schema}
 
 
 def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -135,8 +140,8 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 
 
 AGENT = _path("agent", "the agent's name (GET /agents lists them)")
-SESSION = _path("session", "the session's id")
-RUN = _path("run_id", "the run's id")
+SESSION = _path("session", "the session's id", MAX_ID_LENGTH)
+RUN = _path("run_id", "the run's id", MAX_ID_LENGTH)
 PREFER: dict[str, Any] = {"name": "Prefer", "in": "header", "required": False, "description": "respond-async: answer 202 once the run has started", "schema": STRING}
 PAGE = [
     _query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}, "how many on a page (default 50)"),
@@ -245,7 +250,17 @@ def describe() -> dict[str, Any]:
             )
         },
         run + "/resume": {"post": _op("resume a paused run (JSON, or SSE with Accept: text/event-stream)", _answer("its result, or its events", ref("RunResult"), *WRITE, events=True), [AGENT, RUN, PREFER], _body({"output_type": OUTPUT_TYPE}, []))},
-        run + "/cancel": {"post": _op("stop a run; its text so far is kept", _answer("the run as it ended", ref("RunResult"), *WRITE), [AGENT, RUN], _body({"reason": nullable(STRING)}, []))},
+        run + "/cancel": {
+            "post": _op(
+                "stop a run; its text so far is kept",
+                {
+                    **_answer("the run as it ended", ref("RunResult"), *WRITE),
+                    "202": {"description": "the cancel is asked of the run's driver (elsewhere), which stops it at its next step", "content": {JSON: {"schema": ref("RunResult")}}},
+                },
+                [AGENT, RUN],
+                _body({"reason": nullable(STRING)}, []),
+            )
+        },
     }
     return {
         "openapi": "3.1.0",

@@ -4,7 +4,7 @@ A run started or resumed over HTTP is driven by an asyncio task of its own: the 
 waits for it (JSON) or follows its events (SSE), so a client that goes away leaves the run
 going, and it finishes and is stored.
 
-Every event is kept in the run's store (:meth:`~omnisync.stores.base.MemoryStore.append_events`),
+Every event is kept in the run's store (:meth:`~omnisync.agent.OmniCoreAgent.append_run_events`),
 numbered 1, 2, 3... within the run across all its drives, so any worker replays a run from
 the start or from ``Last-Event-ID`` and then follows it, polling the store from its cursor.
 Text deltas are coalesced before they are stored: one record per ``FLUSH_SECONDS`` or
@@ -28,12 +28,13 @@ from .. import aio
 from .._aio_pool import call as in_thread
 from .._logging import logger
 from ..aio_stream import AsyncAgentStream
-from ..errors import RunConflictError
+from ..errors import ModelError, RemoteError, RunConflictError
 from ..results import RunResult
 from ..run_events import TextDelta
 from ..run_record import PAUSED_STATUSES, RUNNING, RunRecord
 from ..runner import result_of
-from .wire import ENDING_EVENTS, event_to_wire, run_id_of
+from ..wire import ENDING_EVENTS, event_to_wire, http_status, run_id_of
+from .failures import log_failure
 
 KEEPALIVE_SECONDS = 15.0
 FLUSH_SECONDS = 1.0
@@ -157,6 +158,8 @@ class Drive:
                 await asyncio.shield(feed.done)
             if isinstance(error, Exception):
                 await self._store([])  # the text the run said before it failed
+                if http_status(error) >= 500 and not isinstance(error, (ModelError, RemoteError)):
+                    log_failure(error, f"run {self.run_id} of agent {self.name!r}")
             for future in (self.started, self.finished):
                 if not future.done():
                     future.set_exception(error)
@@ -178,7 +181,7 @@ class Drive:
             if run_id is None:  # the run could not start; the stream raises why next
                 return
             self.run_id = run_id
-            self._stored = await in_thread(self._store_of().append_events, self.agent.name, run_id, [])
+            self._stored = await self.agent.append_run_events(run_id, [])
             self._hub._attach(self)
             if self._on_start is not None:
                 await self._on_start(run_id)
@@ -205,7 +208,7 @@ class Drive:
         if not events or self.run_id is None:
             return
         try:
-            self._stored = await in_thread(self._store_of().append_events, self.agent.name, self.run_id, events)
+            self._stored = await self.agent.append_run_events(self.run_id, events)
         except Exception:  # the run goes on; followers elsewhere miss these events, this request does not
             logger.exception("the events of run %s of agent %r could not be stored", self.run_id, self.name)
             self._stored += len(events)
@@ -215,9 +218,6 @@ class Drive:
         async with self._changed:
             self._sent.append(event)
             self._changed.notify_all()
-
-    def _store_of(self) -> Any:
-        return self.agent.blocking.memory_router.store
 
 
 class RunHub:
@@ -249,21 +249,20 @@ class RunHub:
         """The run's stored events after ``after``, then each one stored later, until the run
         pauses or ends, a page read from the store in a batch; an empty batch is a keep-alive. A run that stored no ending (driven by a local
         agent, or by a server before events were stored) ends with its record's, id ``final``."""
-        store = agent.blocking.memory_router.store
         cursor, skip = after.id, after.chars
-        delay, quiet_since, ended = POLL_SECONDS[0], time.monotonic(), False
+        delay, quiet_since, ending = POLL_SECONDS[0], time.monotonic(), None
         if cursor > 0 and not skip:  # a follower that has seen the run pause or end gets nothing more
-            last = await in_thread(store.read_events, agent.name, run_id, cursor - 1, 1)
-            ended = bool(last) and last[0].name in ENDING_EVENTS
+            last = await agent.read_run_events(run_id, cursor - 1, 1)
+            ending = last[0].name if last and last[0].name in ENDING_EVENTS else None
         while True:
-            page = await in_thread(store.read_events, agent.name, run_id, cursor)
+            page = await agent.read_run_events(run_id, cursor)
             batch = []
             for event in page:
                 data = event.data
                 if skip and event.name == "text_delta":  # the client has these characters already
                     data = {**data, "text": data["text"][skip:]}
                 skip = 0
-                cursor, ended = event.id, event.name in ENDING_EVENTS
+                cursor, ending = event.id, event.name if event.name in ENDING_EVENTS else None
                 if data.get("text") != "":
                     batch.append(Sent(str(event.id), event.name, data))
             if batch:
@@ -271,7 +270,7 @@ class RunHub:
             if page:
                 delay, quiet_since = POLL_SECONDS[0], time.monotonic()
                 continue
-            if ended:
+            if ending is not None and not (ending == "run_paused" and await _went_on(agent, run_id)):
                 return
             if delay >= POLL_SECONDS[1]:
                 final = await self._final_if_settled(agent, run_id)
@@ -383,6 +382,13 @@ class _Feed:
                 return events
             events.append(item)
         return events
+
+
+async def _went_on(agent: aio.OmniCoreAgent, run_id: str) -> bool:
+    """Whether a run whose last stored event is a pause is no longer paused (resumed, or cancelled):
+    its events are on their way, or its record's ending is (see ``_final_if_settled``)."""
+    record: dict[str, Any] = dict(await agent.get_run(run_id))
+    return record["status"] not in PAUSED_STATUSES
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

@@ -1,4 +1,4 @@
-"""Idempotency keys: a retried ``POST .../runs`` with the same ``Idempotency-Key`` never starts a second run.
+"""Idempotency keys: a retried request with the same ``Idempotency-Key`` (a served ``POST .../runs``) never starts a second run.
 
 The key is kept in the agent's own store as a lease beside its runs (kind ``idempotency``, id
 from the session and the key: :mod:`omnisync.run_state.leases`, which writes it), so every
@@ -14,9 +14,9 @@ import hashlib
 import json
 from typing import Any
 
-from .. import run_state
-from ..errors import ConfigurationError
-from ..stores.base import MemoryStore
+from . import run_state
+from .errors import ConfigurationError
+from .stores.base import MemoryStore
 
 MAX_KEY_LENGTH = 255
 

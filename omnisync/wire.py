@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from .. import errors
-from ..errors import OmnisyncError, RemoteError
-from ..results import RunResult
-from ..run_events import RunFailed, RunFinished, RunPaused, RunStarted, TextDelta, ToolCall, ToolResult
-from ..streaming import StreamEvent
+from . import errors
+from .errors import OmnisyncError, RemoteError
+from .results import RunResult
+from .run_events import RunFailed, RunFinished, RunPaused, RunStarted, TextDelta, ToolCall, ToolResult
+from .streaming import StreamEvent
 
 EVENT_NAMES: dict[type, str] = {
     RunStarted: "run_started",
@@ -48,9 +48,12 @@ def http_status(error: BaseException) -> int:
 
 
 def error_to_wire(error: BaseException) -> dict[str, Any]:
-    """``{"type", "message"}`` and the error's context attributes; errors not omnisync's are not described."""
+    """``{"type", "message"}`` and the error's context attributes; errors not omnisync's, and a
+    store's (which may quote SQL, parameters, hosts or paths), are not described."""
     if not isinstance(error, OmnisyncError):
         return {"type": "InternalError", "message": "the server failed; its log says why"}
+    if isinstance(error, errors.StoreError) and not isinstance(error, errors.NotSerializableError):
+        return {"type": type(error).__name__, "message": "the store failed; the server's log says why"}
     wire: dict[str, Any] = {"type": type(error).__name__, "message": str(error)}
     for name in ("run_id", "paused", "status_code", "request_id", "request_sent", "text", "problems"):
         if hasattr(error, name):
