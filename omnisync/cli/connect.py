@@ -8,7 +8,6 @@ that is set picks it. Several set, or none, is an error that names them: never a
 
 from __future__ import annotations
 
-
 from ..redact import redact_url
 from ..router import MemoryRouter
 from ..stores.registry import KINDS, NETWORKED, kind_named_by
@@ -17,7 +16,7 @@ from .errors import UsageError
 CLI_KINDS = NETWORKED
 """The kinds the command line can reach: an ``in_memory`` store lives only inside its process."""
 
-_ENV_URLS = tuple((str(KINDS[kind].environment), kind, KINDS[kind].read_environment) for kind in NETWORKED)
+_ENV_URLS = tuple((str(KINDS[kind].environment), kind, KINDS[kind].url_from_environment) for kind in NETWORKED)
 _IN_PROCESS = "memory: is an in-process store: nothing outside the process that made it can read it"
 
 
