@@ -23,8 +23,8 @@ def missing_url_message(kind: str) -> str:
 
 
 def check_kind(kind: object) -> str:
-    if kind not in STORE_KINDS:
-        raise ConfigurationError(f"Invalid memory store type: {kind}. Use one of: {', '.join(STORE_KINDS)}")
+    if kind not in KINDS:
+        raise ConfigurationError(f"Invalid memory store type: {kind}. Use one of: {', '.join(KINDS)}")
     return str(kind)
 
 

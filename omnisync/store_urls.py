@@ -15,9 +15,10 @@ def check_url(kind: str, url: str) -> str:
         raise ConfigurationError(f"MemoryRouter({kind!r}) got an empty URL; use a URL such as {_example(kind)}")
     belongs_to = kind_named_by(url)
     if belongs_to is not None and belongs_to != kind:
+        router = f"MemoryRouter({belongs_to!r}, url=...)" if KINDS[belongs_to].networked else f"MemoryRouter({belongs_to!r})"
         raise ConfigurationError(
             f"{redact_url(url)!r} is a {belongs_to} URL, but MemoryRouter({kind!r}) was asked for: "
-            f"use MemoryRouter({belongs_to!r}, url=...), or give a {kind} URL such as {_example(kind)}"
+            f"use {router}, or give a {kind} URL such as {_example(kind)}"
         )
     own_check = KINDS[kind].check_url
     if own_check is not None:

@@ -22,10 +22,9 @@ _IN_PROCESS = "memory: is an in-process store: nothing outside the process that 
 
 def kind_of_url(url: str) -> str:
     """The store kind a URL's scheme names (``postgresql+psycopg://`` is ``sql``)."""
-    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
-    if scheme in ("memory", "in_memory", "in-memory"):
-        raise UsageError(_IN_PROCESS)
     kind = kind_named_by(url)
+    if kind is not None and not KINDS[kind].networked:
+        raise UsageError(_IN_PROCESS)
     if kind is None:
         raise UsageError(
             f"cannot tell the store from {redact_url(url)!r}: use a URL such as sqlite:///./memory.db, "

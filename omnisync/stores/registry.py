@@ -93,7 +93,7 @@ def _scheme(url: str) -> str:
 KINDS: dict[str, StoreKind] = {
     kind.name: kind
     for kind in (
-        StoreKind("in_memory", "omnisync.stores.in_memory:InMemoryStore", takes_options=False),
+        StoreKind("in_memory", "omnisync.stores.in_memory:InMemoryStore", schemes=("memory", "in_memory", "in-memory"), takes_options=False),
         StoreKind(
             "sql",
             "omnisync.stores.sql:SQLStore",
