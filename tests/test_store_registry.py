@@ -183,3 +183,18 @@ def test_the_stores_reach_no_module_that_imports_the_stores_back():
                 if loop:
                     loops.append(" -> ".join([name, *loop]))
     assert loops == []
+
+
+def test_only_env_reads_the_environment():
+    """ARCHITECTURE.md: ``_env.py`` is the only module of omnisync that reads environment variables."""
+    readers = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == PACKAGE / "_env.py":
+            continue
+        tree = ast.parse(path.read_text())
+        written = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)}
+        for node in ast.walk(tree):
+            is_environ = isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and getattr(node.value, "id", None) == "os"
+            if is_environ and id(node) not in written:
+                readers.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert readers == []
