@@ -22,11 +22,13 @@ from omnisync.agent import OmniCoreAgent
 from omnisync.messages import Message, utcnow
 from omnisync.router import MemoryRouter
 from omnisync.run_record import AWAITING_APPROVAL, RunRecord
+from omnisync.stores.registry import KINDS
 from omnisync.stores.sql import SQLStore
 from transfer_helpers import AGENT, fill, seqs, snapshot
 
 REPO = Path(__file__).resolve().parents[1]
-STORE_VARIABLES = ("DATABASE_URL", "REDIS_URL", "MONGODB_URI", "MONGODB_DB_NAME", "MONGODB_COLLECTION", "OMNISYNC_REDIS_PREFIX")
+STORE_VARIABLES = tuple(name for kind in KINDS.values() for name in (kind.environment, *kind.settings) if name)
+"""Every variable a store reads, as the registry declares them: no test inherits the machine's."""
 
 
 # --- helpers ------------------------------------------------------------------------
