@@ -15,16 +15,9 @@ def _get(name: str) -> str | None:
     return value if value else None
 
 
-def database_url() -> str | None:
-    return _get("DATABASE_URL")
-
-
-def redis_url() -> str | None:
-    return _get("REDIS_URL")
-
-
-def mongodb_uri() -> str | None:
-    return _get("MONGODB_URI")
+def variable(name: str) -> str | None:
+    """A variable a store kind's registry entry names (its URL's, e.g. ``DATABASE_URL``)."""
+    return _get(name)
 
 
 def mongodb_db_name() -> str:
@@ -65,6 +58,15 @@ def model_timeout() -> str | None:
 def ca_bundle() -> str | None:
     """The CA bundle requests would use from the environment."""
     return _get("REQUESTS_CA_BUNDLE") or _get("CURL_CA_BUNDLE")
+
+
+def tiktoken_cache_dir() -> str | None:
+    """Where tiktoken keeps its encodings, as tiktoken reads it: the first of ``TIKTOKEN_CACHE_DIR``
+    and ``DATA_GYM_CACHE_DIR`` that is set ("" when set empty: no cache), None when neither is."""
+    for name in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if name in os.environ:
+            return os.environ[name]
+    return None
 
 
 def aio_threads() -> str | None:

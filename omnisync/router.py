@@ -23,8 +23,8 @@ def missing_url_message(kind: str) -> str:
 
 
 def check_kind(kind: object) -> str:
-    if kind not in STORE_KINDS:
-        raise ConfigurationError(f"Invalid memory store type: {kind}. Use one of: {', '.join(STORE_KINDS)}")
+    if kind not in KINDS:
+        raise ConfigurationError(f"Invalid memory store type: {kind}. Use one of: {', '.join(KINDS)}")
     return str(kind)
 
 
@@ -33,7 +33,7 @@ def resolve_url(kind: str, url: str | None = None) -> str | None:
     declared = KINDS[check_kind(kind)]
     if not declared.networked:
         return None
-    url = url or declared.read_environment()
+    url = url or declared.url_from_environment()
     if not url:
         raise ConfigurationError(missing_url_message(kind))
     return check_url(kind, url)
@@ -43,6 +43,15 @@ def build_store(kind: str, url: str | None = None, **options: Any) -> MemoryStor
     """A new store of ``kind`` on ``url`` (or the kind's environment variable), with ``options`` checked."""
     url = resolve_url(kind, url)
     return KINDS[kind].build(url, check_options(kind, options))
+
+
+def open_existing_store(kind: str, url: str | None, options: dict[str, Any]) -> MemoryStore:
+    """The store of ``kind`` at ``url`` (``url`` and ``options`` checked), opened as
+    :func:`build_store` opens it if it is already there; a StoreError naming the place if not."""
+    declared = KINDS[kind]
+    if url is None:
+        raise ConfigurationError(f"MemoryRouter({kind!r}).existing(): a {kind} store lives inside one process; there is none to open")
+    return declared.open_existing_store(url, options)
 
 
 class MemoryRouter:
@@ -67,6 +76,16 @@ class MemoryRouter:
             self._owns_store = True
         self._lock = threading.Lock()
         self._closed = False
+
+    @classmethod
+    def existing(cls, kind: str, *, url: str | None = None, **options: Any) -> "MemoryRouter":
+        """A router on a store that is already there, opened now, creating nothing (no file,
+        table, index or collection): what the command line reads and clears. The same URL,
+        options and environment open the same store as ``MemoryRouter(kind, ...)``; a StoreError
+        names the place when no store is there or it cannot be reached."""
+        router = cls(kind, url=url, **options)
+        router._store = open_existing_store(router._kind, router._url, router._options)
+        return router
 
     @property
     def kind(self) -> str:

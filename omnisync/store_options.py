@@ -3,30 +3,28 @@
 Every network store takes the same two waits, in seconds: ``connect_timeout`` (to open a
 connection) and ``timeout`` (for any one read or write to answer). A server that goes
 silent then becomes a StoreError within them instead of holding a run forever. Beyond those,
-Redis and MongoDB take their client's own options; the SQL and in-process stores take none.
+a kind takes the options its registry entry names, and its client's where the entry says
+how to tell them (Redis and MongoDB); the SQL and in-process stores take no more.
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from .errors import ConfigurationError
-from .stores.registry import KINDS
+from .stores.registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, KINDS, WAITS, load
 
-DEFAULT_CONNECT_TIMEOUT = 5.0
-DEFAULT_TIMEOUT = 30.0
-WAITS = ("connect_timeout", "timeout")
+__all__ = ["DEFAULT_CONNECT_TIMEOUT", "DEFAULT_TIMEOUT", "WAITS", "check_options"]
 
 
 def check_options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
     """``options`` with the waits filled in; a ConfigurationError naming what is accepted otherwise."""
-    if kind == "in_memory":
+    if not KINDS[kind].takes_options:
         if options:
-            raise ConfigurationError(f"MemoryRouter('in_memory') takes no options; it got {_names(options)}")
+            raise ConfigurationError(f"MemoryRouter({kind!r}) takes no options; it got {_names(options)}")
         return {}
     checked = dict(options)
-    for name, default in (("connect_timeout", DEFAULT_CONNECT_TIMEOUT), ("timeout", DEFAULT_TIMEOUT)):
+    for name, default in zip(WAITS, (DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT)):
         value = checked.setdefault(name, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ConfigurationError(f"MemoryRouter({kind!r}) option {name} must be a positive number of seconds, not {value!r}")
@@ -39,29 +37,8 @@ def check_options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _client_accepts(kind: str, name: str, value: Any) -> bool:
-    if kind == "redis":
-        try:
-            import redis
-            from redis.cluster import RedisCluster
-        except ImportError:
-            return True  # building the store names the missing extra
-        # A cluster client passes what it does not take itself on to each node's connection.
-        accepted = {*inspect.signature(redis.Redis.__init__).parameters, *inspect.signature(RedisCluster.__init__).parameters}
-        return name in accepted and name not in ("self", "kwargs")
-    if kind == "mongodb":
-        try:
-            from pymongo.common import validate
-            from pymongo.errors import ConfigurationError as MongoConfigurationError
-        except ImportError:
-            return True
-        try:
-            validate(name, value)
-        except MongoConfigurationError as exc:
-            return not str(exc).startswith("Unknown option")
-        except Exception:  # a known option with a bad value: MongoClient says what is wrong with it
-            return True
-        return True
-    return False
+    accepts = KINDS[kind].client_accepts
+    return accepts is not None and bool(load(accepts)(name, value))
 
 
 def _accepted(kind: str) -> str:

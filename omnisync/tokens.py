@@ -34,6 +34,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from . import _env
 from .content import data_url_bytes
 from .image_size import image_size
 
@@ -64,9 +65,9 @@ def estimate_tokens(text: str) -> int:
 
 
 def _tiktoken_cache_dir() -> str | None:
-    for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
-        if variable in os.environ:
-            return os.environ[variable] or None
+    configured = _env.tiktoken_cache_dir()
+    if configured is not None:
+        return configured or None
     return os.path.join(tempfile.gettempdir(), "data-gym-cache")
 
 

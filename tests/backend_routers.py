@@ -15,35 +15,41 @@ import pytest
 from omnisync import MemoryRouter
 import backends
 
-BACKENDS = [
-    "in_memory",
-    "sqlite",
-    pytest.param("postgres", marks=pytest.mark.backend("postgres")),
-    pytest.param("pgbouncer", marks=pytest.mark.backend("pgbouncer")),
-    pytest.param("redis", marks=pytest.mark.backend("redis")),
-    pytest.param("redis_cluster", marks=pytest.mark.backend("redis_cluster")),
-    pytest.param("mongodb", marks=pytest.mark.backend("mongodb")),
-]
+TEST_SERVERS: dict[str, tuple[str, Callable[[], str] | None]] = {
+    "in_memory": ("in_memory", None),
+    "sqlite": ("sql", None),  # a file in the test's own folder
+    "postgres": ("sql", backends.postgres_url),
+    "pgbouncer": ("sql", backends.pgbouncer_url),
+    "redis": ("redis", backends.redis_url),
+    "redis_cluster": ("redis", backends.redis_cluster_url),
+    "mongodb": ("mongodb", backends.mongodb_uri),
+}
+"""Each backend the tests run on: the registry's kind, and where its server is found."""
+
+backends.check_covers_registry({kind for kind, _ in TEST_SERVERS.values()}, "tests/backend_routers.py TEST_SERVERS")
+
+BACKENDS = [name if find_url is None else pytest.param(name, marks=pytest.mark.backend(name)) for name, (_, find_url) in TEST_SERVERS.items()]
+
+_NAMES = {"postgres": "PostgreSQL", "pgbouncer": "PostgreSQL through PgBouncer", "redis": "Redis", "redis_cluster": "Redis Cluster"}
 
 
-def open_router(kind: str, tmp_path, monkeypatch) -> Iterator[MemoryRouter]:
-    """Yield a fresh router on ``kind``; afterwards delete everything it wrote."""
-    if kind == "in_memory":
-        with MemoryRouter("in_memory") as router:
-            yield router
-    elif kind == "sqlite":
+def open_router(backend: str, tmp_path, monkeypatch) -> Iterator[MemoryRouter]:
+    """Yield a fresh router on ``backend``; afterwards delete everything it wrote."""
+    kind, find_url = TEST_SERVERS[backend]
+    yield from _OPENERS[kind](_NAMES.get(backend, backend), find_url, tmp_path, monkeypatch)
+
+
+def _in_memory(name: str, find_url: None, tmp_path, monkeypatch) -> Iterator[MemoryRouter]:
+    with MemoryRouter("in_memory") as router:
+        yield router
+
+
+def _sql(name: str, find_url: Callable[[], str] | None, tmp_path, monkeypatch) -> Iterator[MemoryRouter]:
+    if find_url is None:
         with MemoryRouter("sql", url=f"sqlite:///{tmp_path / 'memory.db'}") as router:
             yield router
-    elif kind == "postgres":
-        yield from _postgres("PostgreSQL", backends.postgres_url)
-    elif kind == "pgbouncer":
-        yield from _postgres("PostgreSQL through PgBouncer", backends.pgbouncer_url)
-    elif kind == "redis":
-        yield from _redis("Redis", backends.redis_url)
-    elif kind == "redis_cluster":
-        yield from _redis("Redis Cluster", backends.redis_cluster_url)
     else:
-        yield from _mongodb(monkeypatch)
+        yield from _postgres(name, find_url)
 
 
 def _postgres(name: str, find_url: Callable[[], str]) -> Iterator[MemoryRouter]:
@@ -60,7 +66,7 @@ def _postgres(name: str, find_url: Callable[[], str]) -> Iterator[MemoryRouter]:
         yield router
 
 
-def _redis(name: str, find_url: Callable[[], str]) -> Iterator[MemoryRouter]:
+def _redis(name: str, find_url: Callable[[], str], tmp_path, monkeypatch) -> Iterator[MemoryRouter]:
     pytest.importorskip("redis")
     from omnisync.errors import StoreError
 
@@ -80,9 +86,9 @@ def _redis(name: str, find_url: Callable[[], str]) -> Iterator[MemoryRouter]:
             store.client.delete(key)  # one at a time: on a cluster they lie in many slots
 
 
-def _mongodb(monkeypatch) -> Iterator[MemoryRouter]:
+def _mongodb(name: str, find_url: Callable[[], str], tmp_path, monkeypatch) -> Iterator[MemoryRouter]:
     pymongo = pytest.importorskip("pymongo")
-    uri = backends.mongodb_uri()
+    uri = find_url()
     database = f"omnisync_failures_{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("MONGODB_DB_NAME", database)
     try:
@@ -93,3 +99,7 @@ def _mongodb(monkeypatch) -> Iterator[MemoryRouter]:
         yield router
     with pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000) as client:
         client.drop_database(database)
+
+
+_OPENERS = {"in_memory": _in_memory, "sql": _sql, "redis": _redis, "mongodb": _mongodb}
+backends.check_covers_registry(set(_OPENERS), "tests/backend_routers.py _OPENERS")

@@ -133,27 +133,50 @@ def _drop_database(url: str, name: str, seconds: float = 10.0) -> None:
             time.sleep(0.2)
 
 
+def check_covers_registry(kinds: set[str], where: str) -> None:
+    """A kind added to the registry without its test servers and clean-up fails every backend test."""
+    from omnisync.stores.registry import KINDS
+
+    if kinds != set(KINDS):
+        raise RuntimeError(f"{where} covers {sorted(kinds)}, the registry declares {sorted(KINDS)}: add the new kind's entry here too")
+
+
 def forget_agent(kind: str, url: str, agent: str) -> None:
     """Remove everything a test wrote under ``agent`` on a shared server (sessions, messages, runs)."""
-    if kind == "redis":
-        from omnisync.stores.redis_store import RedisStore
+    _FORGET[kind](url, agent)
 
-        with RedisStore.from_url(url, prefix="omnisync") as store:
-            stem = store._agent_stem(agent)  # on a cluster, "omnisync:{a:A}"; sessions are "omnisync:{a:A:s:S}"
-            patterns = [f"{stem}:*"] + ([f"{stem[:-1]}:s:*"] if store.cluster else [])
-            for pattern in patterns:
-                for key in list(store.client.scan_iter(match=pattern, count=1000)):
-                    store.client.delete(key)  # one at a time: on a cluster they lie in many slots
-            store.client.srem(store._agents_key, agent.encode("utf-8").hex())
-            store.client.zrem(store._agents_order_key, agent.encode("utf-8").hex())  # its sorted twin
-    elif kind == "sql" and not url.startswith("sqlite"):
-        import sqlalchemy as sa
 
-        engine = sa.create_engine(url)
-        try:
-            with engine.begin() as conn:
-                for table in ("omnisync_messages", "omnisync_runs", "omnisync_sessions", "omnisync_run_events"):
-                    if sa.inspect(conn).has_table(table):
-                        conn.execute(sa.text(f"delete from {table} where agent = :agent"), {"agent": agent})
-        finally:
-            engine.dispose()
+def _forget_redis(url: str, agent: str) -> None:
+    from omnisync.stores.redis_store import RedisStore
+
+    with RedisStore.from_url(url, prefix="omnisync") as store:
+        stem = store._agent_stem(agent)  # on a cluster, "omnisync:{a:A}"; sessions are "omnisync:{a:A:s:S}"
+        patterns = [f"{stem}:*"] + ([f"{stem[:-1]}:s:*"] if store.cluster else [])
+        for pattern in patterns:
+            for key in list(store.client.scan_iter(match=pattern, count=1000)):
+                store.client.delete(key)  # one at a time: on a cluster they lie in many slots
+        store.client.srem(store._agents_key, agent.encode("utf-8").hex())
+        store.client.zrem(store._agents_order_key, agent.encode("utf-8").hex())  # its sorted twin
+
+
+def _forget_sql(url: str, agent: str) -> None:
+    if url.startswith("sqlite"):
+        return  # a file of the test's own
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            for table in ("omnisync_messages", "omnisync_runs", "omnisync_sessions", "omnisync_run_events"):
+                if sa.inspect(conn).has_table(table):
+                    conn.execute(sa.text(f"delete from {table} where agent = :agent"), {"agent": agent})
+    finally:
+        engine.dispose()
+
+
+def _forget_nothing(url: str, agent: str) -> None:
+    """In-process stores end with the test; MongoDB tests drop a database of their own."""
+
+
+_FORGET = {"in_memory": _forget_nothing, "sql": _forget_sql, "redis": _forget_redis, "mongodb": _forget_nothing}
+check_covers_registry(set(_FORGET), "tests/backends.py _FORGET")

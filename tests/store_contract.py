@@ -433,6 +433,14 @@ class StoreContract:
         assert {r.run_id for r in store.list_runs(AGENT, session_id="other")} == {"c"}
         assert store.list_runs("nobody") == []
 
+    def test_run_agents_lists_every_agent_with_runs_sessions_or_not(self, store):
+        assert store.run_agents() == []
+        store.append("talker", "s", [user("no runs")])
+        store.save_run(self._run("a", status=COMPLETED), None)
+        failed = RunRecord(run_id="down", agent="silent {*} ü", session_id="s", status="failed", created_at=utcnow())
+        store.save_run(failed, None)  # a run whose model was down: no message, so no session
+        assert store.run_agents() == sorted([AGENT, "silent {*} ü"])
+
     def test_prune_removes_only_old_finished_runs_of_this_agent(self, store):
         old = utcnow() - timedelta(days=40)
         store.save_run(self._run("old-done", status=COMPLETED, finished_at=old), None)

@@ -22,11 +22,13 @@ from omnisync.agent import OmniCoreAgent
 from omnisync.messages import Message, utcnow
 from omnisync.router import MemoryRouter
 from omnisync.run_record import AWAITING_APPROVAL, RunRecord
+from omnisync.stores.registry import KINDS
 from omnisync.stores.sql import SQLStore
 from transfer_helpers import AGENT, fill, seqs, snapshot
 
 REPO = Path(__file__).resolve().parents[1]
-STORE_VARIABLES = ("DATABASE_URL", "REDIS_URL", "MONGODB_URI", "MONGODB_DB_NAME", "MONGODB_COLLECTION", "OMNISYNC_REDIS_PREFIX")
+STORE_VARIABLES = tuple(name for kind in KINDS.values() for name in (kind.environment, *kind.settings) if name)
+"""Every variable a store reads, as the registry declares them: no test inherits the machine's."""
 
 
 # --- helpers ------------------------------------------------------------------------
@@ -580,3 +582,87 @@ def test_version(env):
     result = cli("--version", env=env)
     assert result.returncode == 0
     assert result.stdout.strip() == f"omnisync {version('omnisync')}"
+
+
+# --- the store a URL names -----------------------------------------------------------------
+
+
+@pytest.fixture
+def mongodb_named_in_url():
+    """A filled store in a database the URL names, and a decoy (``MONGODB_DB_NAME``) holding the same sessions."""
+    pymongo = pytest.importorskip("pymongo")
+    from omnisync.stores.mongo import MongoStore
+
+    base = backends.mongodb_uri().rstrip("/")
+    named, decoy = (f"omnisync_cli_{what}_{uuid.uuid4().hex[:12]}" for what in ("url", "env"))
+    try:
+        for name in (named, decoy):
+            with MongoStore.from_url(f"{base}/{name}", serverSelectionTimeoutMS=5000) as store:
+                fill(store)
+    except pymongo.errors.PyMongoError as exc:
+        backends.unreachable("MongoDB (FerretDB)", f"{exc.__class__.__name__}: {exc}")
+    client = pymongo.MongoClient(base, serverSelectionTimeoutMS=5000)
+    try:
+        yield f"{base}/{named}", named, decoy
+    finally:
+        for name in (named, decoy):
+            client.drop_database(name)
+        client.close()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["sessions", "--json"], ["history", "s2", "--agent", AGENT, "--json"], ["runs", "--json"], ["export"]],
+    ids=["sessions", "history", "runs", "export"],
+)
+def test_reading_commands_read_the_mongodb_database_the_url_names(mongodb_named_in_url, args):
+    url, named, decoy = mongodb_named_in_url
+    from omnisync.stores.mongo import MongoStore
+
+    with MongoStore.from_url(url) as store:
+        store.append(AGENT, "only-in-url", [Message(role="user", content="here")])
+    for env in (environment(), environment(MONGODB_DB_NAME=decoy)):
+        result = cli(*args, "--url", url, env=env)
+        assert result.returncode == 0, result.stderr
+        if args[0] in ("sessions", "export"):
+            assert "only-in-url" in result.stdout
+        elif args[0] == "runs":
+            assert {r["run_id"] for r in json.loads(result.stdout)} >= {"run-wait", "run-done"}
+        else:
+            assert [m["seq"] for m in json.loads(result.stdout)] == [7, 8, 10]
+
+
+def test_clear_deletes_in_the_mongodb_database_the_url_names_not_mongodb_db_name(mongodb_named_in_url):
+    url, named, decoy = mongodb_named_in_url
+    from omnisync.stores.mongo import MongoStore
+
+    result = cli("clear", "s2", "--agent", AGENT, "--url", url, env=environment(MONGODB_DB_NAME=decoy))
+    assert result.returncode == 0, result.stderr
+    base = url.rsplit("/", 1)[0]
+    with MongoStore.from_url(url) as cleared, MongoStore.from_url(f"{base}/{decoy}") as kept:
+        assert cleared.history(AGENT, "s2") == []
+        assert [m.seq for m in kept.history(AGENT, "s2")] == [7, 8, 10]
+
+
+def test_copy_from_reads_the_mongodb_database_the_url_names(mongodb_named_in_url, tmp_path):
+    url, named, decoy = mongodb_named_in_url
+    from omnisync.stores.mongo import MongoStore
+
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    result = cli("copy", "--from", url, "--to", target, env=environment(MONGODB_DB_NAME=f"{decoy}_absent"))
+    assert result.returncode == 0, result.stderr
+    with MongoStore.from_url(url) as source, open_sql(target) as copy:
+        assert snapshot(copy) == snapshot(source)
+
+
+def test_runs_lists_the_failed_runs_of_an_agent_without_sessions(env, db):
+    with open_sql(db) as store:
+        now = utcnow()
+        failed = RunRecord(run_id="run-down", agent="no-sessions", session_id="s", status="failed", created_at=now, updated_at=now)
+        store.save_run(failed, expected_version=None)
+        assert all(s.agent != "no-sessions" for s in store.iter_sessions())
+    listed = json.loads(cli("runs", "--json", env=env).stdout)
+    assert ("no-sessions", "run-down", "failed") in {(r["agent"], r["run_id"], r["status"]) for r in listed}
+    only = cli("runs", "--status", "failed", env=env)
+    assert only.returncode == 0, only.stderr
+    assert [row.split()[:2] for row in only.stdout.splitlines()[1:]] == [["run-down", "no-sessions"]]

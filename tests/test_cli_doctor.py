@@ -281,7 +281,9 @@ def test_a_slow_round_trip_warns_with_its_cost_per_run(monkeypatch):
     clock = iter(range(0, 1000, 1))  # each perf_counter() call is 1 s later: 1,000 ms a ping
     monkeypatch.setattr("omnisync.doctor.measure.time.perf_counter", lambda: float(next(clock)))
     report = Report("sql", "postgresql://x")
-    judge_latency(report, "postgresql", lambda: None)
+    from omnisync.doctor.on_postgres import ROUND_TRIPS_PER_RUN
+
+    judge_latency(report, ROUND_TRIPS_PER_RUN, lambda: None)
     (check,) = report.checks
     assert check.status == WARN and "1000.00 ms a round trip" in check.detail and "6000.0 ms of each run" in check.detail
 

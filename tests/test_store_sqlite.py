@@ -126,8 +126,11 @@ class TestSQLiteInMemoryStore(StoreContract):
 
 
 def test_a_sqlite_url_opens_the_sqlite_path(sqlite_url):
+    from omnisync.stores.registry import KINDS
+
+    assert KINDS["sql"].store_class(sqlite_url) is SQLiteStore  # the registry's choice, not SQLStore's
     with SQLStore.from_url(sqlite_url) as store:
-        assert type(store) is SQLiteStore
+        assert type(store) is SQLStore
     router = MemoryRouter("sql", url=sqlite_url)
     try:
         router.store.append(AGENT, "s", [user("hi")])

@@ -8,7 +8,6 @@ that is set picks it. Several set, or none, is an error that names them: never a
 
 from __future__ import annotations
 
-
 from ..redact import redact_url
 from ..router import MemoryRouter
 from ..stores.registry import KINDS, NETWORKED, kind_named_by
@@ -17,16 +16,15 @@ from .errors import UsageError
 CLI_KINDS = NETWORKED
 """The kinds the command line can reach: an ``in_memory`` store lives only inside its process."""
 
-_ENV_URLS = tuple((str(KINDS[kind].environment), kind, KINDS[kind].read_environment) for kind in NETWORKED)
+_ENV_URLS = tuple((str(KINDS[kind].environment), kind, KINDS[kind].url_from_environment) for kind in NETWORKED)
 _IN_PROCESS = "memory: is an in-process store: nothing outside the process that made it can read it"
 
 
 def kind_of_url(url: str) -> str:
     """The store kind a URL's scheme names (``postgresql+psycopg://`` is ``sql``)."""
-    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
-    if scheme in ("memory", "in_memory", "in-memory"):
-        raise UsageError(_IN_PROCESS)
     kind = kind_named_by(url)
+    if kind is not None and not KINDS[kind].networked:
+        raise UsageError(_IN_PROCESS)
     if kind is None:
         raise UsageError(
             f"cannot tell the store from {redact_url(url)!r}: use a URL such as sqlite:///./memory.db, "

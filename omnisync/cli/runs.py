@@ -19,9 +19,10 @@ from .output import nonempty, note, print_json_items, table, when
 
 
 def runs(args: argparse.Namespace, router: MemoryRouter) -> int:
-    """Printed a page at a time as the store reads them (:meth:`MemoryStore.iter_runs`), as ``sessions`` is."""
+    """Every agent's runs, whether or not it has sessions (:meth:`MemoryStore.run_agents`), printed a
+    page at a time as the store reads them (:meth:`MemoryStore.iter_runs`), as ``sessions`` is."""
     store = router.store
-    agents = [args.agent] if args.agent else sorted({s.agent for s in store.iter_sessions()})
+    agents = [args.agent] if args.agent else store.run_agents()
     found = nonempty(r for agent in agents for r in store.iter_runs(agent, status=args.status, session_id=args.session))
     if args.json:
         print_json_items(r.to_record() for r in found or ())

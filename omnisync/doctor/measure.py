@@ -13,10 +13,6 @@ PINGS = 5
 SLOW_ROUND_TRIP_MS = 5.0
 CLOCK_SKEW_WARN_S = 1.0
 
-ROUND_TRIPS_PER_RUN = {"postgresql": 6, "redis": 3, "mongodb": 11}  # tests/test_round_trips.py holds these
-"""About what one ``run()`` of one model call sends to its store: the bounds
-tests/test_round_trips.py holds (SQLAlchemy's statement events; redis-py's packed sends, a
-pipeline being one; pymongo's command events)."""
 
 
 def median_round_trip_ms(ping: Callable[[], object]) -> float:
@@ -30,9 +26,10 @@ def median_round_trip_ms(ping: Callable[[], object]) -> float:
     return statistics.median(times)
 
 
-def judge_latency(report: Report, engine: str, ping: Callable[[], object]) -> None:
+def judge_latency(report: Report, trips: int, ping: Callable[[], object]) -> None:
+    """``trips``: about what one ``run()`` of one model call sends to the store, each kind's
+    ``ROUND_TRIPS_PER_RUN`` (the bounds tests/test_round_trips.py holds)."""
     median = median_round_trip_ms(ping)
-    trips = ROUND_TRIPS_PER_RUN[engine]
     cost = f"{median:.2f} ms a round trip (median of {PINGS}); a run makes about {trips}: {median * trips:.1f} ms of each run"
     if median > SLOW_ROUND_TRIP_MS:
         report.add("latency", WARN, f"{cost}, above {SLOW_ROUND_TRIP_MS:g} ms a round trip", "run the agents in the server's zone (or the server in theirs): every round trip is paid about {trips} times a run".replace("{trips}", str(trips)))

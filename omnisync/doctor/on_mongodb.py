@@ -9,6 +9,9 @@ from .measure import clock_offset_s, judge_clock, judge_latency, judge_version
 from .reach import explain
 from .report import FAIL, OK, WARN, Report
 
+ROUND_TRIPS_PER_RUN = 11
+"""About what one ``run()`` of one model call sends to the store (pymongo's command events): tests/test_round_trips.py holds it."""
+
 FERRETDB_TESTED = (1, 24)
 
 
@@ -48,7 +51,7 @@ def check_mongodb(report: Report, url: str, timeout: float) -> None:
             _judge_ferretdb(report, str(ferret), str(build.get("version", "?")))
         else:
             judge_version(report, "MongoDB", str(build.get("version", "?")), floor, needs, "FerretDB 1.24 only: no MongoDB server runs in this project's CI")
-        judge_latency(report, "mongodb", lambda: admin.command("ping"))
+        judge_latency(report, ROUND_TRIPS_PER_RUN, lambda: admin.command("ping"))
         judge_clock(report, {"server": clock_offset_s(lambda: _server_time(admin))}, precision_s=0.001)
 
 

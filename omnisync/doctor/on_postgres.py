@@ -14,6 +14,9 @@ from .reach import explain
 from .report import FAIL, OK, Report
 from .schema import judge_sql_schema
 
+ROUND_TRIPS_PER_RUN = 6
+"""About what one ``run()`` of one model call sends to the store (SQLAlchemy's statement events): tests/test_round_trips.py holds it."""
+
 POSTGRES_FLOOR = (10,)
 POSTGRES_NEEDS = "psycopg 3's oldest; the statements alone need 9.5, for INSERT ... ON CONFLICT ... RETURNING"
 
@@ -44,7 +47,7 @@ def check_postgres(report: Report, url: str, timeout: float) -> None:
             _judge_standby(report, conn)
             version = str(conn.exec_driver_sql("SHOW server_version").scalar())
             judge_version(report, "PostgreSQL", version, POSTGRES_FLOOR, POSTGRES_NEEDS, "15")
-            judge_latency(report, "postgresql", lambda: conn.exec_driver_sql("SELECT 1").scalar())
+            judge_latency(report, ROUND_TRIPS_PER_RUN, lambda: conn.exec_driver_sql("SELECT 1").scalar())
             judge_clock(report, {"server": clock_offset_s(lambda: conn.exec_driver_sql("SELECT clock_timestamp()").scalar_one())})
     finally:
         engine.dispose()

@@ -12,6 +12,9 @@ from .measure import clock_offset_s, judge_clock, judge_latency, judge_version
 from .reach import explain
 from .report import FAIL, OK, WARN, Report
 
+ROUND_TRIPS_PER_RUN = 3
+"""About what one ``run()`` of one model call sends to the store (redis-py's packed sends, a pipeline being one): tests/test_round_trips.py holds it."""
+
 REDIS_FLOOR = (4, 0)
 REDIS_NEEDS = "the store's scripts set several hash fields in one HSET"
 SLOTS = 16384
@@ -62,7 +65,7 @@ def check_redis(report: Report, url: str, timeout: float) -> None:
             report.add("topology", OK, "one server (redis_mode standalone)")
         judge_version(report, "Redis", str(info.get("redis_version", "?")), REDIS_FLOOR, REDIS_NEEDS, "7.0")
         _judge_eviction(report, store, node)
-        judge_latency(report, "redis", lambda: _call(store, node, "PING"))
+        judge_latency(report, ROUND_TRIPS_PER_RUN, lambda: _call(store, node, "PING"))
         nodes: list[Any] = cast(Any, store.client).get_primaries() if store.cluster else [None]
         judge_clock(report, {_name(each): clock_offset_s(_time_of(store, each)) for each in nodes})
 

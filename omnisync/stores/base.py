@@ -264,6 +264,11 @@ class MemoryStore(ABC):
         for kind in RUN_KINDS:
             yield from self.iter_runs(agent, session_id=session_id, kind=kind, page_size=page_size)
 
+    def run_agents(self) -> list[str]:
+        """Every agent that keeps run records (of any kind), sorted, whether or not it has
+        sessions: a run that failed before writing a message leaves an agent with runs only."""
+        raise NotImplementedError(f"{type(self).__name__} does not list the agents of its run records")
+
     @abstractmethod
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         """Delete this agent's finished runs that finished before ``finished_before``, and their

@@ -218,6 +218,10 @@ class InMemoryStore(MemoryStore):
             ]
         return heapq.nsmallest(limit, found, key=run_cursor)
 
+    def run_agents(self) -> list[str]:
+        with self._lock:
+            return sorted({agent for agent, _ in self._runs})
+
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         with self._lock:
             doomed = [

@@ -84,7 +84,7 @@ from .._logging import logger
 from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
-from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
+from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
@@ -167,7 +167,9 @@ class MongoStore(MemoryStore):
             self.ensure_indexes()
 
     @classmethod
-    def from_url(cls, url: str, db_name: str | None = None, collection: str | None = None, **client_options: Any) -> "MongoStore":
+    def from_url(
+        cls, url: str, db_name: str | None = None, collection: str | None = None, *, ensure_indexes: bool = True, **client_options: Any
+    ) -> "MongoStore":
         """A store on a client of its own; ``client_options`` go to ``MongoClient`` (``tz_aware`` is always on).
 
         ``connect_timeout`` and ``timeout`` (seconds, 5 and 30 by default) bound finding the
@@ -190,7 +192,7 @@ class MongoStore(MemoryStore):
         except MongoConfigurationError as exc:
             raise ConfigurationError(f"MongoDB store: bad MONGODB_URI or client option: {exc}") from exc
         try:
-            store = cls(client, db_name, collection)
+            store = cls(client, db_name, collection, ensure_indexes=ensure_indexes)
         except BaseException:
             client.close()
             raise
@@ -625,6 +627,10 @@ class MongoStore(MemoryStore):
             if len(docs) < RUNS_PAGE_SCAN:
                 return found
             place = (docs[-1]["created_at"], docs[-1]["run_id"])
+
+    def run_agents(self) -> list[str]:
+        with self._errors("listing the agents of run records"):
+            return sorted(self.runs.distinct("agent"))
 
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         """Delete the runs that finished before ``finished_before``, and any run past its ``expires_at``."""

@@ -101,7 +101,7 @@ from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..redact import redact_url
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
-from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
+from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
@@ -466,7 +466,10 @@ class RedisStore(MemoryStore):
     # --- keys -----------------------------------------------------------------------
 
     def _agent_stem(self, agent: str) -> str:
-        tag = f"a:{_token(agent)}"
+        return self._stem_of_token(_token(agent))
+
+    def _stem_of_token(self, token: str) -> str:
+        tag = f"a:{token}"
         return f"{self.prefix}:{{{tag}}}" if self.cluster else f"{self.prefix}:{tag}"
 
     def _session_keys(self, agent: str, session_id: str) -> tuple[str, str, str]:
@@ -798,6 +801,15 @@ class RedisStore(MemoryStore):
                 return found
             score, token = _text(last_score), _text(last_token)
 
+    def run_agents(self) -> list[str]:
+        """A SCAN for the agents' run sets (``P:a:A:runs``), on every node of a cluster."""
+        start, _, end = self._stem_of_token("\0").rpartition("\0")
+        pattern = f"{glob_escaped(start)}*{glob_escaped(end)}:runs"
+        with self._errors():
+            keys = {_text(key) for key in self.client.scan_iter(match=pattern, count=1000)}
+        tokens = {key[len(start) : -len(end + ":runs")] for key in keys}
+        return sorted(_untoken(token) for token in tokens if _is_hex(token))
+
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         stem = self._agent_stem(agent)
         args: list[Any] = [f"{stem}:run:", _micros(finished_before), *FINISHED_STATUSES]
@@ -861,6 +873,15 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
 def _token(text: str) -> str:
     """``text`` as hex of its UTF-8 bytes: safe in a key name, and in the same order."""
     return text.encode("utf-8", "surrogatepass").hex()
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
+
+
+def glob_escaped(text: str) -> str:
+    """``text`` matched literally by SCAN's MATCH."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
 
 
 def _untoken(token: str | bytes) -> str:

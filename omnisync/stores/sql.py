@@ -31,7 +31,7 @@ from .._logging import logger
 from ..errors import MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RUN, RunRecord
-from ..store_options import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
+from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
@@ -125,8 +125,9 @@ class _Rollback(Exception):
 class SQLStore(MemoryStore):
     """Messages and runs in SQLite or PostgreSQL through SQLAlchemy Core (``DATABASE_URL``).
 
-    :meth:`from_url` opens SQLite files as :class:`~omnisync.stores.sqlite.SQLiteStore`, which
-    runs the hottest operations on sqlite3 directly; this class is the path for everything else.
+    A router opens SQLite files as :class:`~omnisync.stores.sqlite.SQLiteStore` (the registry's
+    choice), which runs the hottest operations on sqlite3 directly; this class is the path for
+    everything else.
     """
 
     kind = "sql"
@@ -170,11 +171,7 @@ class SQLStore(MemoryStore):
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> "SQLStore":
-        """The store for ``url``: SQLite's own subclass for a SQLite URL, this class otherwise."""
-        if make_url(url).get_backend_name() == "sqlite":
-            from .sqlite import SQLiteStore
-
-            return SQLiteStore(url, **options)
+        """This class on ``url`` (``MemoryRouter("sql")`` opens a SQLite URL as :class:`~omnisync.stores.sqlite.SQLiteStore`)."""
         return cls(url, **options)
 
     # --- transactions ---------------------------------------------------------------
@@ -417,6 +414,11 @@ class SQLStore(MemoryStore):
             created_at = sa.literal(after[0].astimezone(timezone.utc), table.c.created_at.type)
             query = query.where(sa.tuple_(table.c.created_at, table.c.run_id) > sa.tuple_(created_at, sa.literal(after[1])))
         return query
+
+    def run_agents(self) -> list[str]:
+        """One SELECT DISTINCT over the runs' page index, which starts with the agent."""
+        with self._statement() as conn:
+            return list(conn.execute(sa.select(schema.runs.c.agent).distinct().order_by(schema.runs.c.agent)).scalars())
 
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         table = schema.runs
