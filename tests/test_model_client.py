@@ -12,7 +12,8 @@ from omnisync.errors import (
     NotFoundError,
     RateLimitError,
 )
-from omnisync.model.client import ChatClient, parse_completion
+from omnisync.model.client import ChatClient
+from omnisync.model.completion import parse_completion
 from omnisync.model.config import ModelConfig
 from omnisync.model.retry import RETRY_AFTER_CAP, retry_after_seconds
 from fake_http import completion, install

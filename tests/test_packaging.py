@@ -138,3 +138,68 @@ def test_the_installed_package_holds_the_page_files():
 
     for name in FILES:
         assert (PACKAGE_DIR / "serve" / "static" / name).read_bytes(), name
+
+
+HEAVY_MODULES = ("requests", "urllib3", "tenacity", "sqlalchemy", "redis", "pymongo", "psycopg")
+
+
+def _modules_loaded_by(code: str) -> list[str]:
+    """Which of HEAVY_MODULES a fresh interpreter has loaded after running ``code``."""
+    probe = f"{code}\nimport sys\nprint('loaded:', *(name for name in {HEAVY_MODULES!r} if name in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.rsplit("loaded:", 1)[1].split()
+
+
+def test_import_omnisync_loads_no_http_client_retry_library_or_driver():
+    assert _modules_loaded_by("import omnisync; omnisync.__all__; omnisync.__version__") == []
+
+
+def test_the_run_loop_loads_no_http_client():
+    assert _modules_loaded_by("import omnisync.runner, omnisync.run_events, omnisync.model.completion") == []
+
+
+def test_the_version_command_loads_no_http_client_or_driver():
+    code = "import sys; sys.argv = ['omnisync', '--version']\nfrom omnisync.cli.main import main\ntry:\n    main()\nexcept SystemExit:\n    pass"
+    assert _modules_loaded_by(code) == []
+
+
+def test_every_public_name_resolves_to_its_module_s_object():
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import omnisync; print(sorted(n for n in omnisync.__all__ if getattr(omnisync, n) is None))"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert fresh.returncode == 0 and fresh.stdout.strip() == "[]", fresh.stdout + fresh.stderr
+    for name, module in omnisync._HOMES.items():
+        assert getattr(omnisync, name) is getattr(importlib.import_module(f"omnisync.{module}"), name), name
+    assert sorted(omnisync.__all__) == omnisync.__all__ and set(omnisync.__all__) <= set(dir(omnisync))
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        omnisync.Nope  # noqa: B018
+
+
+def test_the_names_type_checkers_see_are_the_public_names():
+    """omnisync/__init__.py imports each name under TYPE_CHECKING for type checkers; that block must list _HOMES exactly."""
+    import ast
+
+    tree = ast.parse((PACKAGE_DIR / "__init__.py").read_text())
+    (block,) = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    typed = {
+        alias.asname: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert typed == omnisync._HOMES
+
+
+def test_omnisync_version_is_the_installed_distribution_s(capsys):
+    assert omnisync.__version__ == distribution("omnisync").version
+    from omnisync.cli.main import main
+
+    done = subprocess.run([sys.executable, "-m", "omnisync.cli", "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == f"omnisync {omnisync.__version__}\n", done.stderr
+    assert main(["--version"]) == 0
+    fast = capsys.readouterr().out
+    with pytest.raises(SystemExit) as parsed:  # --version among other options goes through argparse: the same answer
+        main(["--traceback", "--version"])
+    assert parsed.value.code == 0 and capsys.readouterr().out == fast == done.stdout

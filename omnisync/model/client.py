@@ -6,8 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 import requests
@@ -24,37 +23,16 @@ from ..errors import (
     status_error_class,
 )
 from ..redact import RecentSecrets, redact_text, redact_url, redact_value, remember_secret
-from ..usage import read_usage
+from .completion import Completion, parse_completion
 from .config import ModelConfig
 from .http_options import call_api_key
 from .retry import retry_after_seconds, retrying
-
-if TYPE_CHECKING:
-    from .stream import CompletionStream
+from .stream import CompletionStream
 
 USER_AGENT = "omnisync/0.1"
 _BODY_CHUNK = 65536
 MINTED_TOKENS_KEPT = 16  # a callable key's latest tokens, redacted in case an error quotes one after its request
 DEFAULT_STREAM_DEADLINE = 600.0  # seconds for a whole streamed call: long answers fit, a trickling server does not hold it forever
-
-
-@dataclass(frozen=True)
-class Completion:
-    """What the agent needs from a chat completion."""
-
-    content: str | None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage: dict[str, Any] = field(default_factory=dict)  # as omnisync.usage reads it
-    model: str | None = None
-    id: str | None = None
-
-    def message(self) -> dict[str, Any]:
-        """The assistant message as it goes back into the conversation."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = self.tool_calls
-        return message
 
 
 class ChatClient:
@@ -225,7 +203,7 @@ class ChatClient:
         deadline: float = DEFAULT_STREAM_DEADLINE,
         sampling: Mapping[str, Any] | None = None,
         **overrides: Any,
-    ) -> "CompletionStream":
+    ) -> CompletionStream:
         """One chat completion with ``stream: true``: iterate the result for its deltas, then read ``.completion``.
 
         Tried again by the rules of :meth:`complete` only until a 2xx response's headers have
@@ -235,8 +213,6 @@ class ChatClient:
         400 is asked once more without it, and not asked again by this client. ``deadline``
         bounds the whole call, in seconds from now; ``sampling`` is as in :meth:`complete`.
         """
-        from .stream import CompletionStream
-
         deadline_at = time.monotonic() + deadline
         body = self.request_body(messages, tools, sampling=sampling, **overrides)
         body["stream"] = True
@@ -322,40 +298,6 @@ def _status_error(response: requests.Response, config: ModelConfig, headers: Map
     error.retry_after = retry_after_seconds(response.headers.get("retry-after"))  # type: ignore[attr-defined]
     logger.debug("model call failed: %s", message)
     return error
-
-
-def parse_completion(body: Any) -> Completion:
-    """Read a CreateChatCompletionResponse, accepting servers that leave optional fields out.
-
-    Tool call arguments sent as a JSON object rather than a string are kept as a JSON string,
-    so the reply can be sent back as it is.
-    """
-    try:
-        choice = body["choices"][0]
-        message = choice["message"]
-        if not isinstance(message, dict):
-            raise TypeError("message is not an object")
-        tool_calls = [_tool_call(call) for call in message.get("tool_calls") or []]
-    except (KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise ModelResponseError(f"the response is not a chat completion ({exc}): {str(body)[:200]}") from exc
-    return Completion(
-        content=message.get("content"),
-        tool_calls=tool_calls,
-        finish_reason=choice.get("finish_reason"),
-        usage=read_usage(body.get("usage")),
-        model=body.get("model"),
-        id=body.get("id"),
-    )
-
-
-def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
-    function = call["function"]
-    if not call.get("id") or not isinstance(call["id"], str) or not function.get("name") or not isinstance(function["name"], str):
-        raise KeyError("a tool call without an id or a function name")
-    arguments = function.get("arguments")
-    if arguments is not None and not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False)
-    return {"id": call["id"], "type": call.get("type", "function"), "function": {"name": function["name"], "arguments": arguments or "{}"}}
 
 
 def _sendable(message: dict[str, Any]) -> dict[str, Any]:

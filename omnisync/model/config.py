@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
-
-import requests
 
 from .. import _env
 from ..errors import ConfigurationError
 from ..redact import redact_url
 from .http_options import ApiKey, check_api_key, check_header_value, check_headers, check_query, check_session, shown
+
+if TYPE_CHECKING:
+    import requests
 
 PROVIDERS = ("openai",)
 SAMPLING_OPTIONS = (

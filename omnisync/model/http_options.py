@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Union
-
-import requests
+from typing import TYPE_CHECKING, Any, Union
 
 from ..errors import ApiKeyError, ConfigurationError
 from ..redact import MASK, RecentSecrets, remember_secret
+
+if TYPE_CHECKING:
+    import requests
 
 ApiKey = Union[str, Callable[[], str]]
 
@@ -91,7 +92,11 @@ def check_header_value(source: str, value: Any) -> str | None:
 
 
 def check_session(value: Any) -> requests.Session | None:
-    if value is None or isinstance(value, requests.Session):
+    if value is None:
+        return None
+    import requests  # only for a session given: building a config loads no HTTP library
+
+    if isinstance(value, requests.Session):
         return value
     raise ConfigurationError(f"model_config http_session must be a requests.Session (yours to close), not {type(value).__name__}")
 

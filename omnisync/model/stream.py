@@ -30,7 +30,7 @@ import urllib3
 from ..errors import ModelResponseError, ModelStreamError, StreamInterruptedError, StreamServerError
 from ..redact import redact_url
 from ..usage import read_usage
-from .client import Completion, parse_completion
+from .completion import Completion, parse_completion
 from .sse import EventParser
 
 READ_SIZE = 65536
