@@ -183,7 +183,7 @@ def test_each_thread_gets_its_own_session(monkeypatch):
 
     def work():
         chat.complete([{"role": "user", "content": "x"}])
-        seen.append(id(chat._session()))
+        seen.append(id(chat._transport._session()))
 
     threads = [threading.Thread(target=work) for _ in range(3)]
     for thread in threads:

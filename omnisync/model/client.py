@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -28,6 +27,7 @@ from .config import ModelConfig
 from .http_options import call_api_key
 from .retry import retry_after_seconds, retrying
 from .stream import CompletionStream
+from .transport import Transport
 
 USER_AGENT = "omnisync/0.1"
 _BODY_CHUNK = 65536
@@ -38,8 +38,9 @@ DEFAULT_STREAM_DEADLINE = 600.0  # seconds for a whole streamed call: long answe
 class ChatClient:
     """A blocking Chat Completions client; safe to share between threads.
 
-    It opens a ``requests.Session`` per thread and closes them in :meth:`close`; a session
-    given as ``http_session`` is used from every thread and left open.
+    Requests go out through a :class:`~omnisync.model.transport.Transport`: a
+    ``requests.Session`` per thread, closed in :meth:`close`; a session given as
+    ``http_session`` is used from every thread and left open.
     """
 
     def __init__(
@@ -51,9 +52,7 @@ class ChatClient:
         if isinstance(config.api_key, str):
             remember_secret(config.api_key)
         self._minted = RecentSecrets(MINTED_TOKENS_KEPT)
-        self._local = threading.local()
-        self._sessions: list[requests.Session] = []
-        self._sessions_lock = threading.Lock()
+        self._transport = Transport(self.url, config.default_query, config.http_session)
 
     @property
     def url(self) -> str:
@@ -63,22 +62,6 @@ class ChatClient:
     def shown_url(self) -> str:
         """The URL as errors and logs show it: without a password."""
         return redact_url(self.url)
-
-    def _session(self) -> requests.Session:
-        if self.config.http_session is not None:
-            return self.config.http_session
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = requests.Session()
-            # Proxy and CA settings are read from the environment once, here, instead of on
-            # every request (requests' trust_env rescans the environment and ~/.netrc each time).
-            session.proxies.update(requests.utils.get_environ_proxies(self.url))
-            session.verify = _env.ca_bundle() or True
-            session.trust_env = False
-            self._local.session = session
-            with self._sessions_lock:
-                self._sessions.append(session)
-        return session
 
     def request_headers(self) -> dict[str, str]:
         """The headers of one request: a callable ``api_key`` is called now; ``default_headers`` replace ours of the same name."""
@@ -127,7 +110,7 @@ class ChatClient:
         most ``timeout``, and a body still arriving at the deadline is given up. ``sampling``
         replaces the config's sampling options for this call.
         """
-        body = self.request_body(messages, tools, sampling=sampling, **overrides)
+        body = _encoded(self.request_body(messages, tools, sampling=sampling, **overrides))
         started = self._clock()
         deadline_at = started + self.config.deadline
         attempts = 0
@@ -141,14 +124,14 @@ class ChatClient:
             raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _post(self, body: dict[str, Any], deadline_at: float) -> dict[str, Any]:
+    def _post(self, body: bytes, deadline_at: float) -> dict[str, Any]:
         left = deadline_at - self._clock()
         if left <= 0:
             raise self._past_deadline(request_sent=False)
         timeout = min(self.config.timeout, left)
         headers = self.request_headers()
         try:
-            response = self._session().post(self.url, json=body, headers=headers, params=self.config.default_query, timeout=timeout, stream=True)
+            response = self._transport.post(body, headers, timeout=timeout)
         except requests.ConnectTimeout as exc:
             raise ModelTimeoutError(f"{self.shown_url} did not accept a connection within {timeout:g} s") from exc
         except requests.Timeout as exc:
@@ -238,9 +221,7 @@ class ChatClient:
         """POST and wait for the status line and headers only; the body is read by CompletionStream."""
         headers = self.request_headers()
         try:
-            response = self._session().post(
-                self.url, json=body, headers=headers, params=self.config.default_query, timeout=self.config.timeout, stream=True
-            )
+            response = self._transport.post(_encoded(body), headers, timeout=self.config.timeout)
         except requests.Timeout as exc:
             raise ModelTimeoutError(f"{self.shown_url} did not answer within {self.config.timeout:g} s") from exc
         except requests.RequestException as exc:
@@ -253,11 +234,7 @@ class ChatClient:
         return response
 
     def close(self) -> None:
-        with self._sessions_lock:
-            sessions, self._sessions = self._sessions, []
-        for session in sessions:
-            session.close()
-        self._local = threading.local()
+        self._transport.close()
 
 
 def _tell_attempts(error: ModelError, attempts: int, seconds: float) -> None:
@@ -298,6 +275,17 @@ def _status_error(response: requests.Response, config: ModelConfig, headers: Map
     error.retry_after = retry_after_seconds(response.headers.get("retry-after"))  # type: ignore[attr-defined]
     logger.debug("model call failed: %s", message)
     return error
+
+
+def _encoded(body: dict[str, Any]) -> bytes:
+    """The JSON a request sends, as requests' ``json=`` wrote it (no NaN or infinity: servers refuse them)."""
+    try:
+        return json.dumps(body, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise ModelError(
+            f"the request cannot be sent as JSON ({exc}): a message, tool result or model option holds a value "
+            "JSON cannot carry (NaN, infinity, or an object that is not a string, number, list or dict)"
+        ) from exc
 
 
 def _sendable(message: dict[str, Any]) -> dict[str, Any]:
