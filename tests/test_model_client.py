@@ -252,3 +252,30 @@ def test_an_assistant_message_of_tool_calls_alone_is_sent_with_empty_content_not
     assert body["messages"][0] == {"role": "assistant", "content": "", "tool_calls": [call]}
     assert body["messages"][1] == {"role": "assistant", "content": None}  # no calls: left as it is
     assert stored[0]["content"] is None  # what the caller passed is not changed
+
+
+def test_threads_retrying_at_once_each_keep_their_own_attempts(monkeypatch):
+    """One client's retry rules serve every thread: each thread's attempts are its own."""
+    import threading
+
+    tried: dict[int, int] = {}
+    barrier = threading.Barrier(4)
+
+    def answer(body):
+        thread = threading.get_ident()
+        tried[thread] = tried.get(thread, 0) + 1
+        if tried[thread] == 1:
+            barrier.wait(5)  # every thread is between its first and second attempt at once
+            return (503, {"error": {"message": "busy"}}, {})
+        return completion(f"thread {thread}")
+
+    http = install(monkeypatch, answer)
+    chat = client(max_retries=1)
+    answers: list[str | None] = []
+    threads = [threading.Thread(target=lambda: answers.append(chat.complete([{"role": "user", "content": "x"}]).content)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(answers) == sorted(f"thread {ident}" for ident in tried) and len(http.sent) == 8
+    assert set(tried.values()) == {2}

@@ -47,12 +47,12 @@ class ChatClient:
         self, config: ModelConfig, *, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.config = config
-        self._sleep = sleep
         self._clock = clock
         if isinstance(config.api_key, str):
             remember_secret(config.api_key)
         self._minted = RecentSecrets(MINTED_TOKENS_KEPT)
         self._transport = Transport(self.url, config.default_query, config.http_session)
+        self._retrying = retrying(config.max_retries, sleep)  # its per-call state is thread-local: one serves every thread
 
     @property
     def url(self) -> str:
@@ -115,7 +115,7 @@ class ChatClient:
         deadline_at = started + self.config.deadline
         attempts = 0
         try:
-            for attempt in retrying(self.config.max_retries, self._sleep):
+            for attempt in self._retrying:
                 with attempt:
                     attempts += 1
                     return parse_completion(self._post(body, deadline_at))
@@ -201,7 +201,7 @@ class ChatClient:
         body["stream"] = True
         if not self._stream_options_rejected:
             body["stream_options"] = {"include_usage": True}
-        for attempt in retrying(self.config.max_retries, self._sleep):
+        for attempt in self._retrying:
             with attempt:
                 return CompletionStream(self._open_stream(body), deadline_at=deadline_at)
         raise AssertionError("unreachable")  # pragma: no cover
