@@ -279,3 +279,16 @@ def test_threads_retrying_at_once_each_keep_their_own_attempts(monkeypatch):
         thread.join()
     assert sorted(answers) == sorted(f"thread {ident}" for ident in tried) and len(http.sent) == 8
     assert set(tried.values()) == {2}
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("limit,shown", [({"max_tokens": 256}, "now max_tokens=256"), ({}, "now none set")])
+def test_a_read_timeout_names_every_setting_that_helps(monkeypatch, streamed, limit, shown):
+    """A longer timeout (model_config or OMNISYNC_MODEL_TIMEOUT) or a shorter answer (an output limit)."""
+    install(monkeypatch, lambda body: requests.ReadTimeout("slow"))
+    chat = client(max_retries=0, timeout=5, **limit)
+    with pytest.raises(ModelTimeoutError) as error:
+        chat.stream([{"role": "user", "content": "x"}]) if streamed else chat.complete([{"role": "user", "content": "x"}])
+    message = str(error.value)
+    for knob in ("within 5 s", "model_config 'timeout'", "OMNISYNC_MODEL_TIMEOUT", "model_config 'max_tokens'", "OMNISYNC_MAX_TOKENS", shown):
+        assert knob in message, knob

@@ -23,7 +23,8 @@ from ..errors import (
 )
 from ..redact import RecentSecrets, redact_text, redact_url, redact_value, remember_secret
 from .completion import Completion, parse_completion
-from .config import ModelConfig
+from .config import SAMPLING_OPTIONS, ModelConfig
+from .extra_body import check_extra_body
 from .http_options import call_api_key
 from .retry import retry_after_seconds, retrying
 from .stream import CompletionStream
@@ -32,6 +33,7 @@ from .transport import Transport
 USER_AGENT = "omnisync/0.1"
 _BODY_CHUNK = 65536
 MINTED_TOKENS_KEPT = 16  # a callable key's latest tokens, redacted in case an error quotes one after its request
+OUTPUT_LIMITS = ("max_tokens", "max_completion_tokens")
 DEFAULT_STREAM_DEADLINE = 600.0  # seconds for a whole streamed call: long answers fit, a trickling server does not hold it forever
 
 
@@ -85,10 +87,15 @@ class ChatClient:
         tools: Sequence[dict[str, Any]] | None = None,
         *,
         sampling: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> dict[str, Any]:
-        """The JSON body: ``sampling`` (the config's sampling options when None), then ``overrides`` that are not None."""
-        body: dict[str, Any] = {"model": self.config.model, "messages": [_sendable(m) for m in messages]}
+        """The JSON body: the config's ``extra_body`` and this call's (checked as model_config's is),
+        ``sampling`` (the config's sampling options when None), then ``overrides`` that are not None."""
+        body: dict[str, Any] = {**self.config.extra_body}
+        if extra_body:
+            body.update(check_extra_body(extra_body, SAMPLING_OPTIONS, where="extra_body"))
+        body.update({"model": self.config.model, "messages": [_sendable(m) for m in messages]})
         body.update(self.config.sampling if sampling is None else sampling)
         body.update({k: v for k, v in overrides.items() if v is not None})
         if tools:
@@ -102,15 +109,17 @@ class ChatClient:
         tools: Sequence[dict[str, Any]] | None = None,
         *,
         sampling: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> Completion:
         """One chat completion, retried by the rules in :mod:`omnisync.model.retry`.
 
         The whole call, retries included, ends within ``deadline`` seconds: each read waits at
         most ``timeout``, and a body still arriving at the deadline is given up. ``sampling``
-        replaces the config's sampling options for this call.
+        replaces the config's sampling options for this call; ``extra_body`` adds a server's own
+        options to the config's.
         """
-        body = _encoded(self.request_body(messages, tools, sampling=sampling, **overrides))
+        body = _encoded(self.request_body(messages, tools, sampling=sampling, extra_body=extra_body, **overrides))
         started = self._clock()
         deadline_at = started + self.config.deadline
         attempts = 0
@@ -130,19 +139,7 @@ class ChatClient:
             raise self._past_deadline(request_sent=False)
         timeout = min(self.config.timeout, left)
         headers = self.request_headers()
-        try:
-            response = self._transport.post(body, headers, timeout=timeout)
-        except requests.ConnectTimeout as exc:
-            raise ModelTimeoutError(f"{self.shown_url} did not accept a connection within {timeout:g} s") from exc
-        except requests.Timeout as exc:
-            error = ModelTimeoutError(
-                f"{self.shown_url} did not answer within {timeout:g} s; a generation that outlasts the timeout "
-                "is not retried (the server may still be computing it): raise model_config timeout for slow servers"
-            )
-            error.request_sent = True
-            raise error from exc
-        except requests.RequestException as exc:
-            raise ModelConnectionError(f"could not reach {self.shown_url}: {redact_text(str(exc))}") from exc
+        response = self._send(body, headers, timeout, retry_read_timeout=False)
         with response:
             content = self._read_body(response, deadline_at)
         if response.status_code >= 400:
@@ -168,6 +165,32 @@ class ChatClient:
             raise error from exc
         return b"".join(chunks)
 
+    def _send(self, body: bytes, headers: Mapping[str, str], timeout: float, *, retry_read_timeout: bool) -> requests.Response:
+        """POST, up to the response's headers; what failed before them as omnisync's errors (a
+        stream's wait for its headers is retried after a read timeout, a whole answer's is not)."""
+        try:
+            return self._transport.post(body, headers, timeout=timeout)
+        except requests.ConnectTimeout as exc:
+            raise ModelTimeoutError(f"{self.shown_url} did not accept a connection within {timeout:g} s") from exc
+        except requests.Timeout as exc:
+            raise self._no_answer(timeout, retried=retry_read_timeout) from exc
+        except requests.RequestException as exc:
+            raise ModelConnectionError(f"could not reach {self.shown_url}: {redact_text(str(exc))}") from exc
+
+    def _no_answer(self, timeout: float, *, retried: bool) -> ModelTimeoutError:
+        """A read timeout, with every setting that helps: a longer timeout, or a shorter answer."""
+        limit = next((f"{name}={self.config.sampling[name]}" for name in OUTPUT_LIMITS if name in self.config.sampling), "none set")
+        error = ModelTimeoutError(
+            f"{self.shown_url} did not answer within {timeout:g} s"
+            + ("" if retried else "; a generation that outlasts the timeout is not retried (the server may still be computing it)")
+            + ". For a slow server, raise the timeout: "
+            f"model_config 'timeout' or OMNISYNC_MODEL_TIMEOUT (seconds per read). For a shorter answer, set an "
+            f"output limit: model_config 'max_tokens' (or 'max_completion_tokens'; now {limit}), which the examples "
+            "read from OMNISYNC_MAX_TOKENS"
+        )
+        error.request_sent = not retried
+        return error
+
     def _past_deadline(self, *, request_sent: bool) -> ModelTimeoutError:
         error = ModelTimeoutError(
             f"{self.shown_url} did not finish its answer within the call's deadline of {self.config.deadline:g} s "
@@ -185,6 +208,7 @@ class ChatClient:
         *,
         deadline: float = DEFAULT_STREAM_DEADLINE,
         sampling: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> CompletionStream:
         """One chat completion with ``stream: true``: iterate the result for its deltas, then read ``.completion``.
@@ -194,10 +218,10 @@ class ChatClient:
         second generation), and a break raises :class:`~omnisync.errors.ModelStreamError`.
         Usage is asked for with ``stream_options``; a server that refuses that option with a
         400 is asked once more without it, and not asked again by this client. ``deadline``
-        bounds the whole call, in seconds from now; ``sampling`` is as in :meth:`complete`.
+        bounds the whole call, in seconds from now; ``sampling`` and ``extra_body`` are as in :meth:`complete`.
         """
         deadline_at = time.monotonic() + deadline
-        body = self.request_body(messages, tools, sampling=sampling, **overrides)
+        body = self.request_body(messages, tools, sampling=sampling, extra_body=extra_body, **overrides)
         body["stream"] = True
         if not self._stream_options_rejected:
             body["stream_options"] = {"include_usage": True}
@@ -220,12 +244,7 @@ class ChatClient:
     def _post_for_stream(self, body: dict[str, Any]) -> requests.Response:
         """POST and wait for the status line and headers only; the body is read by CompletionStream."""
         headers = self.request_headers()
-        try:
-            response = self._transport.post(_encoded(body), headers, timeout=self.config.timeout)
-        except requests.Timeout as exc:
-            raise ModelTimeoutError(f"{self.shown_url} did not answer within {self.config.timeout:g} s") from exc
-        except requests.RequestException as exc:
-            raise ModelConnectionError(f"could not reach {self.shown_url}: {redact_text(str(exc))}") from exc
+        response = self._send(_encoded(body), headers, self.config.timeout, retry_read_timeout=True)
         if response.status_code >= 400:
             try:
                 raise _status_error(response, self.config, headers)
