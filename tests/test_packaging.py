@@ -132,6 +132,33 @@ def test_the_wheel_ships_the_page_of_omnisync_serve(tmp_path):
     assert {"omnisync/serve/page.py", "omnisync/serve/openapi.py", "omnisync/py.typed", "omnisync/aio.pyi"} <= names
 
 
+def test_the_sdist_holds_the_examples_and_the_metadata_names_project_urls(tmp_path):
+    """MANIFEST.in brings examples/ into the sdist; setup.cfg's project_urls reach its PKG-INFO."""
+    if not (ROOT / "setup.cfg").exists() or not (ROOT / "omnisync").is_dir():
+        pytest.skip("needs the source tree (nox runs the suite from a copy without it)")
+    import shutil
+    import tarfile
+
+    source = tmp_path / "source"
+    for name in ("omnisync", "examples"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.db*"))
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, source / name)
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(source)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (sdist,) = tmp_path.glob("omnisync-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+        (pkg_info,) = [member for member in archive.getmembers() if member.name.count("/") == 1 and member.name.endswith("/PKG-INFO")]
+        metadata = archive.extractfile(pkg_info).read().decode()  # type: ignore[union-attr]
+    examples = sorted(f"examples/{path.name}" for path in (ROOT / "examples").glob("*.py"))
+    assert examples and set(examples) <= names, sorted(set(examples) - names)
+    assert "Project-URL: Documentation, README.md" in metadata and "README.md" in names
+
+
 def test_the_installed_package_holds_the_page_files():
     """Against the installed wheel under nox, this is the wheel's contents; from a checkout, the source's."""
     from omnisync.serve.page import FILES
