@@ -10,10 +10,10 @@ refuses names it does not know; these are for servers that take them.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigurationError
+from .http_options import check_mapping
 
 SET_BY_OMNISYNC = {  # name -> what to do instead
     "model": "set model_config 'model'",
@@ -27,13 +27,8 @@ SET_BY_OMNISYNC = {  # name -> what to do instead
 
 def check_extra_body(value: Any, sampling_options: tuple[str, ...], where: str = "model_config extra_body") -> dict[str, Any]:
     """``value`` as a dict to merge into request bodies, or a ConfigurationError naming the field and the fix."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigurationError(f"{where} must be a dict of a server's own options, such as {{'top_k': 40}}, not {type(value).__name__}")
+    value = check_mapping(where, value, "a server's own options, such as {'top_k': 40}")
     for name in value:
-        if not isinstance(name, str) or not name:
-            raise ConfigurationError(f"{where} names must be non-empty strings, not {name!r}")
         if name in SET_BY_OMNISYNC:
             raise ConfigurationError(f"{where} cannot set {name!r}: omnisync sets it on every request ({SET_BY_OMNISYNC[name]})")
         if name in sampling_options:
