@@ -95,7 +95,7 @@ class ChatClient:
         body: dict[str, Any] = {**self.config.extra_body}
         if extra_body:
             body.update(check_extra_body(extra_body, SAMPLING_OPTIONS, where="extra_body"))
-        body.update({"model": self.config.model, "messages": [_sendable(m) for m in messages]})
+        body.update({"model": self.config.model, "messages": [_sendable(m) if "tool_calls" in m else m for m in messages]})
         body.update(self.config.sampling if sampling is None else sampling)
         body.update({k: v for k, v in overrides.items() if v is not None})
         if tools:
