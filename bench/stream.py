@@ -3,7 +3,8 @@
     python bench/stream.py                 # 60- and 1,000-chunk answers
     python bench/stream.py --repeat 50 --chunks 60,1000,5000
 
-For each answer length it times, in one run and in turn (so every client sees the same load):
+For each answer length it times, in one run and in turn, in a shuffled order each round (so
+every client sees the same load):
 ours streamed (``ChatClient.stream``), a whole ``agent.stream`` run on the in-process store, ours whole (``ChatClient.complete``, whose first text is
 its last), raw ``requests`` with our SSE parser alone (a reused Session and a request prepared
 once, read1, EventParser, json.loads, the text gathered: the least work any requests-based
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -155,8 +157,10 @@ def measure(clients: dict[str, Callable[[int], Timing]], chunks: int, repeat: in
         for _ in range(5):
             once(chunks)  # warm up: connections, imports, caches
     timings: dict[str, list[Timing]] = {name: [] for name in clients}
+    order = list(clients.items())
     for _ in range(repeat):
-        for name, once in clients.items():  # interleaved, so drift in load hits all alike
+        random.shuffle(order)  # interleaved in a new order each round: drift in load, and what ran before, hit all alike
+        for name, once in order:
             timings[name].append(once(chunks))
     return timings
 
