@@ -4,7 +4,8 @@
     python bench/startup.py --starts 60
 
 Each row is a new process of this same interpreter (same site-packages, so the same ``.pth``
-files run), timed from spawn to exit; the rows take turns, start by start. The baseline is
+files run), timed from spawn to exit, with the CPU time it used (user + system, from
+``wait4``: what load on a shared machine moves least); the rows take turns, start by start. The baseline is
 ``python -c pass``, the least a Python process does; a row's figure over it is what omnisync
 adds. The last rows show what a first use loads (the agent, with ``requests``), for scale.
 A measurement, not a test: tests/test_packaging.py checks what each start imports.
@@ -33,17 +34,22 @@ BASELINE = "python -c pass"
 GOALS = {"python -c 'import omnisync'": 0.150, "omnisync --version": 0.100}  # seconds over the baseline (issue 23)
 
 
-def start(command: list[str]) -> float:
+def start(command: list[str]) -> tuple[float, float]:
+    """Seconds from spawn to exit, and the CPU seconds (user + system) the process used."""
     began = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - began
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - began
+    process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == 0, command
+    return elapsed, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--starts", type=int, default=30, help="process starts per row")
     options = parser.parse_args()
-    seconds: dict[str, list[float]] = {name: [] for name in ROWS}
+    seconds: dict[str, list[tuple[float, float]]] = {name: [] for name in ROWS}
     order = list(ROWS.items())
     for command in ROWS.values():
         start(command)  # warm the file cache and bytecode
@@ -51,14 +57,18 @@ def main() -> None:
         random.shuffle(order)
         for name, command in order:
             seconds[name].append(start(command))
-    medians = {name: statistics.median(runs) for name, runs in seconds.items()}
-    base = medians[BASELINE]
-    print("| start | median ms | over bare, ms | / bare | goal over bare |")
-    print("|---|---:|---:|---:|---|")
+    medians = {name: statistics.median(wall for wall, _ in runs) for name, runs in seconds.items()}
+    cpu = {name: statistics.median(used for _, used in runs) for name, runs in seconds.items()}
+    base, base_cpu = medians[BASELINE], cpu[BASELINE]
+    print("| start | wall, median ms | wall over bare, ms | / bare | CPU, median ms | CPU over bare, ms | goal over bare (wall) |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for name, median in medians.items():
         goal = GOALS.get(name)
         verdict = "" if goal is None else f"under {goal * 1e3:.0f} ms: {'met' if median - base < goal else 'MISSED'}"
-        print(f"| {name} | {median * 1e3:.1f} | {(median - base) * 1e3:+.1f} | {median / base:.2f}x | {verdict} |")
+        print(
+            f"| {name} | {median * 1e3:.1f} | {(median - base) * 1e3:+.1f} | {median / base:.2f}x | "
+            f"{cpu[name] * 1e3:.1f} | {(cpu[name] - base_cpu) * 1e3:+.1f} | {verdict} |"
+        )
     print(
         f"\n{options.starts} starts per row, interleaved in shuffled order, medians; Python {sys.version.split()[0]}\n"
         f"Load average (1 min) at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores."
