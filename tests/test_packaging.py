@@ -204,11 +204,13 @@ def test_every_public_name_resolves_to_its_module_s_object():
         omnisync.Nope  # noqa: B018
 
 
-def test_the_names_type_checkers_see_are_the_public_names():
-    """omnisync/__init__.py imports each name under TYPE_CHECKING for type checkers; that block must list _HOMES exactly."""
+@pytest.mark.parametrize("package", ["omnisync", "omnisync.model"])
+def test_the_names_type_checkers_see_are_the_public_names(package):
+    """A lazy package imports each name under TYPE_CHECKING for type checkers; that block must list _HOMES exactly."""
     import ast
 
-    tree = ast.parse((PACKAGE_DIR / "__init__.py").read_text())
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__).read_text())
     (block,) = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
     typed = {
         alias.asname: node.module
@@ -216,7 +218,7 @@ def test_the_names_type_checkers_see_are_the_public_names():
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
     }
-    assert typed == omnisync._HOMES
+    assert typed == module._HOMES and module.__all__ == list(module._HOMES)
 
 
 def test_omnisync_version_is_the_installed_distribution_s(capsys):

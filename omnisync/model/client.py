@@ -10,7 +10,6 @@ from urllib.parse import urlparse
 
 import requests
 
-from .. import _env
 from .._logging import logger
 from ..errors import (
     BadRequestError,
