@@ -3,7 +3,7 @@
 The run loop (:meth:`omnisync.runner.Runner.start` and ``resume``) is a generator of these
 events that makes every decision: call the model, run tools, pause, finish. It does not call
 the model itself: it yields :class:`ModelCallStarted` and waits for the driver to send back
-the :class:`~omnisync.model.client.Completion` (or throw the model's error in). So a driver
+the :class:`~omnisync.model.completion.Completion` (or throw the model's error in). So a driver
 chooses how the model is called: :func:`run_to_end` makes one blocking call per step, and a
 streaming driver can stream the same request, pass on text as it arrives, and send back the
 completion it assembled. Every driver shares the same decisions and the same saved state.
@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .model.client import Completion
+from .model.completion import Completion
 from .results import RunResult
 
 

@@ -33,7 +33,7 @@ from .content import Content
 from .context import Priced
 from .errors import BadRequestError, OmnisyncError, OutputValidationError, RunConflictError, RunStateError, SessionBusyError, StoreError
 from .messages import Message, from_chat
-from .model.client import Completion
+from .model.completion import Completion
 from .output import OutputType, refused
 from .prompt import PromptBuilder
 from .run_events import (

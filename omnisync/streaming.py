@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import OmnisyncError
-from .model.client import Completion
+from .model.completion import Completion
 from .results import RunResult
 from .run_events import (
     ModelCallFinished,

@@ -29,7 +29,8 @@ from .content import describe
 from .errors import OmnisyncError
 from .memory_config import MemoryConfig
 from .messages import SUMMARY_PREFIX, Message
-from .model.client import ChatClient, Completion
+from .model.client import ChatClient
+from .model.completion import Completion
 from .stores.base import MemoryStore
 from .tokens import TokenCounter, message_tokens
 from .usage import SUMMARY, model_call

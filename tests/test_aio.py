@@ -14,7 +14,8 @@ import omnisync
 from omnisync import aio
 from omnisync.errors import RateLimitError
 from omnisync.messages import utcnow
-from omnisync.model.client import ChatClient, Completion
+from omnisync.model.client import ChatClient
+from omnisync.model.completion import Completion
 
 MODEL = {"provider": "openai", "model": "gpt-5.4-mini", "base_url": "http://127.0.0.1:9/v1"}
 INSTRUCTION = "You are a helpful assistant. Answer in plain text, briefly."

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omnisync.model.client import parse_completion
+from omnisync.model.completion import parse_completion
 from omnisync.model.sse import iter_events
 from omnisync.model.stream import CompletionAssembler
 from omnisync.testing import SCRUBBED_HEADERS

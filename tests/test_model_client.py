@@ -12,7 +12,8 @@ from omnisync.errors import (
     NotFoundError,
     RateLimitError,
 )
-from omnisync.model.client import ChatClient, parse_completion
+from omnisync.model.client import ChatClient
+from omnisync.model.completion import parse_completion
 from omnisync.model.config import ModelConfig
 from omnisync.model.retry import RETRY_AFTER_CAP, retry_after_seconds
 from fake_http import completion, install
@@ -182,7 +183,7 @@ def test_each_thread_gets_its_own_session(monkeypatch):
 
     def work():
         chat.complete([{"role": "user", "content": "x"}])
-        seen.append(id(chat._session()))
+        seen.append(id(chat._transport._session()))
 
     threads = [threading.Thread(target=work) for _ in range(3)]
     for thread in threads:
@@ -251,3 +252,43 @@ def test_an_assistant_message_of_tool_calls_alone_is_sent_with_empty_content_not
     assert body["messages"][0] == {"role": "assistant", "content": "", "tool_calls": [call]}
     assert body["messages"][1] == {"role": "assistant", "content": None}  # no calls: left as it is
     assert stored[0]["content"] is None  # what the caller passed is not changed
+
+
+def test_threads_retrying_at_once_each_keep_their_own_attempts(monkeypatch):
+    """One client's retry rules serve every thread: each thread's attempts are its own."""
+    import threading
+
+    tried: dict[int, int] = {}
+    barrier = threading.Barrier(4)
+
+    def answer(body):
+        thread = threading.get_ident()
+        tried[thread] = tried.get(thread, 0) + 1
+        if tried[thread] == 1:
+            barrier.wait(5)  # every thread is between its first and second attempt at once
+            return (503, {"error": {"message": "busy"}}, {})
+        return completion(f"thread {thread}")
+
+    http = install(monkeypatch, answer)
+    chat = client(max_retries=1)
+    answers: list[str | None] = []
+    threads = [threading.Thread(target=lambda: answers.append(chat.complete([{"role": "user", "content": "x"}]).content)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(answers) == sorted(f"thread {ident}" for ident in tried) and len(http.sent) == 8
+    assert set(tried.values()) == {2}
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("limit,shown", [({"max_tokens": 256}, "now max_tokens=256"), ({}, "now none set")])
+def test_a_read_timeout_names_every_setting_that_helps(monkeypatch, streamed, limit, shown):
+    """A longer timeout (model_config or OMNISYNC_MODEL_TIMEOUT) or a shorter answer (an output limit)."""
+    install(monkeypatch, lambda body: requests.ReadTimeout("slow"))
+    chat = client(max_retries=0, timeout=5, **limit)
+    with pytest.raises(ModelTimeoutError) as error:
+        chat.stream([{"role": "user", "content": "x"}]) if streamed else chat.complete([{"role": "user", "content": "x"}])
+    message = str(error.value)
+    for knob in ("within 5 s", "model_config 'timeout'", "OMNISYNC_MODEL_TIMEOUT", "model_config 'max_tokens'", "OMNISYNC_MAX_TOKENS", shown):
+        assert knob in message, knob

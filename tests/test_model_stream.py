@@ -1,3 +1,8 @@
+import json
+import threading
+import time
+from http.server import ThreadingHTTPServer
+
 import pytest
 import requests
 from urllib3.exceptions import ProtocolError
@@ -13,10 +18,12 @@ from omnisync.errors import (
 from omnisync.model.client import ChatClient
 from omnisync.model.config import ModelConfig
 from omnisync.model.retry import should_retry
+from omnisync.model import stream as stream_module
 from omnisync.model.stream import CompletionStream, TextDelta, ToolCallDelta
 from fake_http import completion
 from fake_stream import PiecedBody, Streamed, chunk, install, sse, tool_fragment
 from openapi import openapi_or_skip, stream_chunk_errors
+from serve_servers import scripted_model
 
 LOCAL = {"provider": "openai", "model": "test-model", "base_url": "http://127.0.0.1:9/v1"}
 HELLO = [{"role": "user", "content": "hello"}]
@@ -224,3 +231,67 @@ def test_hand_written_chunks_validate_and_a_wrong_one_does_not():
     assert stream_chunk_errors(chunk("x")) == [] and stream_chunk_errors(chunk(choices=False, usage=USAGE)) == []
     wrong = {**chunk("x"), "object": "chat.completion"}
     assert any("object" in problem for problem in stream_chunk_errors(wrong))
+
+
+class _CountingModel(scripted_model._Handler):
+    """The scripted model, counting the connections it accepts; ``hold`` seconds before a stream's last chunk."""
+
+    connections: list[object] = []
+    hold = 0.0
+
+    def setup(self):
+        self.connections.append(self.client_address)
+        super().setup()
+
+    def _stream(self, body):
+        if not self.hold:
+            return super()._stream(body)
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for event in [*(f"data: {json.dumps(c)}\n\n".encode() for c in scripted_model.stream_chunks(body)), b"data: [DONE]\n\n"]:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            self.wfile.flush()
+        time.sleep(self.hold)  # a server that keeps its body open after [DONE]
+
+
+@pytest.fixture
+def counting_model(monkeypatch):
+    monkeypatch.setattr(_CountingModel, "connections", [])
+    monkeypatch.setattr(_CountingModel, "hold", 0.0)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _CountingModel)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _streamed_text(chat):
+    with chat.stream(HELLO) as stream:
+        text = "".join(delta.text for delta in stream if isinstance(delta, TextDelta))
+    assert stream.completion.finish_reason == "stop"
+    return text
+
+
+def test_streamed_calls_read_to_their_end_share_one_connection(counting_model):
+    chat = client(base_url=f"http://127.0.0.1:{counting_model.server_address[1]}/v1")
+    try:
+        assert _streamed_text(chat) and _streamed_text(chat) and _streamed_text(chat)
+    finally:
+        chat.close()
+    assert len(_CountingModel.connections) == 1
+
+
+def test_a_body_left_open_after_done_ends_the_stream_and_drops_its_connection(counting_model, monkeypatch):
+    monkeypatch.setattr(_CountingModel, "hold", 2.0)
+    monkeypatch.setattr(stream_module, "END_WAIT_SECONDS", 0.05)
+    chat = client(base_url=f"http://127.0.0.1:{counting_model.server_address[1]}/v1")
+    try:
+        assert _streamed_text(chat) == _streamed_text(chat)
+    finally:
+        chat.close()
+    assert len(_CountingModel.connections) == 2

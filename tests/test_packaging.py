@@ -132,9 +132,103 @@ def test_the_wheel_ships_the_page_of_omnisync_serve(tmp_path):
     assert {"omnisync/serve/page.py", "omnisync/serve/openapi.py", "omnisync/py.typed", "omnisync/aio.pyi"} <= names
 
 
+def test_the_sdist_holds_the_examples_and_the_metadata_names_project_urls(tmp_path):
+    """MANIFEST.in brings examples/ into the sdist; setup.cfg's project_urls reach its PKG-INFO."""
+    if not (ROOT / "setup.cfg").exists() or not (ROOT / "omnisync").is_dir():
+        pytest.skip("needs the source tree (nox runs the suite from a copy without it)")
+    import shutil
+    import tarfile
+
+    source = tmp_path / "source"
+    for name in ("omnisync", "examples"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.db*"))
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
+        if (ROOT / name).exists():
+            shutil.copy2(ROOT / name, source / name)
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(source)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (sdist,) = tmp_path.glob("omnisync-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+        (pkg_info,) = [member for member in archive.getmembers() if member.name.count("/") == 1 and member.name.endswith("/PKG-INFO")]
+        metadata = archive.extractfile(pkg_info).read().decode()  # type: ignore[union-attr]
+    examples = sorted(f"examples/{path.name}" for path in (ROOT / "examples").glob("*.py"))
+    assert examples and set(examples) <= names, sorted(set(examples) - names)
+    assert "Project-URL: Documentation, README.md" in metadata and "README.md" in names
+
+
 def test_the_installed_package_holds_the_page_files():
     """Against the installed wheel under nox, this is the wheel's contents; from a checkout, the source's."""
     from omnisync.serve.page import FILES
 
     for name in FILES:
         assert (PACKAGE_DIR / "serve" / "static" / name).read_bytes(), name
+
+
+HEAVY_MODULES = ("requests", "urllib3", "tenacity", "sqlalchemy", "redis", "pymongo", "psycopg")
+
+
+def _modules_loaded_by(code: str) -> list[str]:
+    """Which of HEAVY_MODULES a fresh interpreter has loaded after running ``code``."""
+    probe = f"{code}\nimport sys\nprint('loaded:', *(name for name in {HEAVY_MODULES!r} if name in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.rsplit("loaded:", 1)[1].split()
+
+
+def test_import_omnisync_loads_no_http_client_retry_library_or_driver():
+    assert _modules_loaded_by("import omnisync; omnisync.__all__; omnisync.__version__") == []
+
+
+def test_the_run_loop_loads_no_http_client():
+    assert _modules_loaded_by("import omnisync.runner, omnisync.run_events, omnisync.model.completion") == []
+
+
+def test_the_version_command_loads_no_http_client_or_driver():
+    code = "import sys; sys.argv = ['omnisync', '--version']\nfrom omnisync.cli.main import main\ntry:\n    main()\nexcept SystemExit:\n    pass"
+    assert _modules_loaded_by(code) == []
+
+
+def test_every_public_name_resolves_to_its_module_s_object():
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import omnisync; print(sorted(n for n in omnisync.__all__ if getattr(omnisync, n) is None))"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert fresh.returncode == 0 and fresh.stdout.strip() == "[]", fresh.stdout + fresh.stderr
+    for name, module in omnisync._HOMES.items():
+        assert getattr(omnisync, name) is getattr(importlib.import_module(f"omnisync.{module}"), name), name
+    assert sorted(omnisync.__all__) == omnisync.__all__ and set(omnisync.__all__) <= set(dir(omnisync))
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        omnisync.Nope  # noqa: B018
+
+
+@pytest.mark.parametrize("package", ["omnisync", "omnisync.model"])
+def test_the_names_type_checkers_see_are_the_public_names(package):
+    """A lazy package imports each name under TYPE_CHECKING for type checkers; that block must list _HOMES exactly."""
+    import ast
+
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__).read_text())
+    (block,) = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    typed = {
+        alias.asname: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert typed == module._HOMES and module.__all__ == list(module._HOMES)
+
+
+def test_omnisync_version_is_the_installed_distribution_s(capsys):
+    assert omnisync.__version__ == distribution("omnisync").version
+    from omnisync.cli.main import main
+
+    done = subprocess.run([sys.executable, "-m", "omnisync.cli", "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == f"omnisync {omnisync.__version__}\n", done.stderr
+    assert main(["--version"]) == 0
+    fast = capsys.readouterr().out
+    with pytest.raises(SystemExit) as parsed:  # --version among other options goes through argparse: the same answer
+        main(["--traceback", "--version"])
+    assert parsed.value.code == 0 and capsys.readouterr().out == fast == done.stdout

@@ -7,7 +7,7 @@ import pytest
 
 from omnisync import MemoryRouter, ToolRegistry
 from omnisync.errors import InternalServerError
-from omnisync.model.client import Completion
+from omnisync.model.completion import Completion
 from omnisync.prompt import preview
 from omnisync.run_events import (
     ModelCallFinished,

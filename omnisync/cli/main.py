@@ -35,6 +35,9 @@ exit status: 0 done, 1 failed (one line on stderr says why), 2 bad arguments (us
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:  # answered before the commands' modules load
+        print(f"omnisync {_version()}")
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     command: argparse.ArgumentParser = args.command_parser
@@ -221,12 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from .. import __version__
 
-    try:
-        return version("omnisync")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "(not installed)"
+    return __version__
 
 
 def _json(sub: argparse.ArgumentParser, full: bool = False) -> None:

@@ -1,7 +1,29 @@
-"""The model side: configuration, the Chat Completions HTTP client and its retry rules."""
+"""The model side: configuration, the Chat Completions HTTP client and its retry rules.
 
-from .client import ChatClient, Completion
-from .config import ModelConfig
-from .stream import CompletionStream, TextDelta, ToolCallDelta
+``Completion`` (omnisync.model.completion) needs no HTTP library; the client and the stream
+load ``requests`` when they are first used from here.
+"""
 
-__all__ = ["ChatClient", "Completion", "CompletionStream", "ModelConfig", "TextDelta", "ToolCallDelta"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+
+_HOMES = {
+    "ChatClient": "client",
+    "Completion": "completion",
+    "CompletionStream": "stream",
+    "ModelConfig": "config",
+    "TextDelta": "stream",
+    "ToolCallDelta": "stream",
+}
+
+__all__ = list(_HOMES)
+__getattr__ = lazy_names(__name__, _HOMES)
+
+if TYPE_CHECKING:
+    from .client import ChatClient as ChatClient
+    from .completion import Completion as Completion
+    from .config import ModelConfig as ModelConfig
+    from .stream import CompletionStream as CompletionStream, TextDelta as TextDelta, ToolCallDelta as ToolCallDelta

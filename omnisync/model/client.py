@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 import requests
 
-from .. import _env
 from .._logging import logger
 from ..errors import (
     BadRequestError,
@@ -24,58 +21,39 @@ from ..errors import (
     status_error_class,
 )
 from ..redact import RecentSecrets, redact_text, redact_url, redact_value, remember_secret
-from ..usage import read_usage
-from .config import ModelConfig
+from .completion import Completion, parse_completion
+from .config import SAMPLING_OPTIONS, ModelConfig
+from .extra_body import check_extra_body
 from .http_options import call_api_key
 from .retry import retry_after_seconds, retrying
-
-if TYPE_CHECKING:
-    from .stream import CompletionStream
+from .stream import CompletionStream
+from .transport import Transport
 
 USER_AGENT = "omnisync/0.1"
 _BODY_CHUNK = 65536
 MINTED_TOKENS_KEPT = 16  # a callable key's latest tokens, redacted in case an error quotes one after its request
+OUTPUT_LIMITS = ("max_tokens", "max_completion_tokens")
 DEFAULT_STREAM_DEADLINE = 600.0  # seconds for a whole streamed call: long answers fit, a trickling server does not hold it forever
-
-
-@dataclass(frozen=True)
-class Completion:
-    """What the agent needs from a chat completion."""
-
-    content: str | None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage: dict[str, Any] = field(default_factory=dict)  # as omnisync.usage reads it
-    model: str | None = None
-    id: str | None = None
-
-    def message(self) -> dict[str, Any]:
-        """The assistant message as it goes back into the conversation."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = self.tool_calls
-        return message
 
 
 class ChatClient:
     """A blocking Chat Completions client; safe to share between threads.
 
-    It opens a ``requests.Session`` per thread and closes them in :meth:`close`; a session
-    given as ``http_session`` is used from every thread and left open.
+    Requests go out through a :class:`~omnisync.model.transport.Transport`: a
+    ``requests.Session`` per thread, closed in :meth:`close`; a session given as
+    ``http_session`` is used from every thread and left open.
     """
 
     def __init__(
         self, config: ModelConfig, *, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.config = config
-        self._sleep = sleep
         self._clock = clock
         if isinstance(config.api_key, str):
             remember_secret(config.api_key)
         self._minted = RecentSecrets(MINTED_TOKENS_KEPT)
-        self._local = threading.local()
-        self._sessions: list[requests.Session] = []
-        self._sessions_lock = threading.Lock()
+        self._transport = Transport(self.url, config.default_query, config.http_session)
+        self._retrying = retrying(config.max_retries, sleep)  # its per-call state is thread-local: one serves every thread
 
     @property
     def url(self) -> str:
@@ -85,22 +63,6 @@ class ChatClient:
     def shown_url(self) -> str:
         """The URL as errors and logs show it: without a password."""
         return redact_url(self.url)
-
-    def _session(self) -> requests.Session:
-        if self.config.http_session is not None:
-            return self.config.http_session
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = requests.Session()
-            # Proxy and CA settings are read from the environment once, here, instead of on
-            # every request (requests' trust_env rescans the environment and ~/.netrc each time).
-            session.proxies.update(requests.utils.get_environ_proxies(self.url))
-            session.verify = _env.ca_bundle() or True
-            session.trust_env = False
-            self._local.session = session
-            with self._sessions_lock:
-                self._sessions.append(session)
-        return session
 
     def request_headers(self) -> dict[str, str]:
         """The headers of one request: a callable ``api_key`` is called now; ``default_headers`` replace ours of the same name."""
@@ -124,10 +86,15 @@ class ChatClient:
         tools: Sequence[dict[str, Any]] | None = None,
         *,
         sampling: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> dict[str, Any]:
-        """The JSON body: ``sampling`` (the config's sampling options when None), then ``overrides`` that are not None."""
-        body: dict[str, Any] = {"model": self.config.model, "messages": [_sendable(m) for m in messages]}
+        """The JSON body: the config's ``extra_body`` and this call's (checked as model_config's is),
+        ``sampling`` (the config's sampling options when None), then ``overrides`` that are not None."""
+        body: dict[str, Any] = {**self.config.extra_body}
+        if extra_body:
+            body.update(check_extra_body(extra_body, SAMPLING_OPTIONS, where="extra_body"))
+        body.update({"model": self.config.model, "messages": [_sendable(m) if "tool_calls" in m else m for m in messages]})
         body.update(self.config.sampling if sampling is None else sampling)
         body.update({k: v for k, v in overrides.items() if v is not None})
         if tools:
@@ -141,20 +108,22 @@ class ChatClient:
         tools: Sequence[dict[str, Any]] | None = None,
         *,
         sampling: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
         **overrides: Any,
     ) -> Completion:
         """One chat completion, retried by the rules in :mod:`omnisync.model.retry`.
 
         The whole call, retries included, ends within ``deadline`` seconds: each read waits at
         most ``timeout``, and a body still arriving at the deadline is given up. ``sampling``
-        replaces the config's sampling options for this call.
+        replaces the config's sampling options for this call; ``extra_body`` adds a server's own
+        options to the config's.
         """
-        body = self.request_body(messages, tools, sampling=sampling, **overrides)
+        body = _encoded(self.request_body(messages, tools, sampling=sampling, extra_body=extra_body, **overrides))
         started = self._clock()
         deadline_at = started + self.config.deadline
         attempts = 0
         try:
-            for attempt in retrying(self.config.max_retries, self._sleep):
+            for attempt in self._retrying:
                 with attempt:
                     attempts += 1
                     return parse_completion(self._post(body, deadline_at))
@@ -163,25 +132,13 @@ class ChatClient:
             raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _post(self, body: dict[str, Any], deadline_at: float) -> dict[str, Any]:
+    def _post(self, body: bytes, deadline_at: float) -> dict[str, Any]:
         left = deadline_at - self._clock()
         if left <= 0:
             raise self._past_deadline(request_sent=False)
         timeout = min(self.config.timeout, left)
         headers = self.request_headers()
-        try:
-            response = self._session().post(self.url, json=body, headers=headers, params=self.config.default_query, timeout=timeout, stream=True)
-        except requests.ConnectTimeout as exc:
-            raise ModelTimeoutError(f"{self.shown_url} did not accept a connection within {timeout:g} s") from exc
-        except requests.Timeout as exc:
-            error = ModelTimeoutError(
-                f"{self.shown_url} did not answer within {timeout:g} s; a generation that outlasts the timeout "
-                "is not retried (the server may still be computing it): raise model_config timeout for slow servers"
-            )
-            error.request_sent = True
-            raise error from exc
-        except requests.RequestException as exc:
-            raise ModelConnectionError(f"could not reach {self.shown_url}: {redact_text(str(exc))}") from exc
+        response = self._send(body, headers, timeout, retry_read_timeout=False)
         with response:
             content = self._read_body(response, deadline_at)
         if response.status_code >= 400:
@@ -207,6 +164,32 @@ class ChatClient:
             raise error from exc
         return b"".join(chunks)
 
+    def _send(self, body: bytes, headers: Mapping[str, str], timeout: float, *, retry_read_timeout: bool) -> requests.Response:
+        """POST, up to the response's headers; what failed before them as omnisync's errors (a
+        stream's wait for its headers is retried after a read timeout, a whole answer's is not)."""
+        try:
+            return self._transport.post(body, headers, timeout=timeout)
+        except requests.ConnectTimeout as exc:
+            raise ModelTimeoutError(f"{self.shown_url} did not accept a connection within {timeout:g} s") from exc
+        except requests.Timeout as exc:
+            raise self._no_answer(timeout, retried=retry_read_timeout) from exc
+        except requests.RequestException as exc:
+            raise ModelConnectionError(f"could not reach {self.shown_url}: {redact_text(str(exc))}") from exc
+
+    def _no_answer(self, timeout: float, *, retried: bool) -> ModelTimeoutError:
+        """A read timeout, with every setting that helps: a longer timeout, or a shorter answer."""
+        limit = next((f"{name}={self.config.sampling[name]}" for name in OUTPUT_LIMITS if name in self.config.sampling), "none set")
+        error = ModelTimeoutError(
+            f"{self.shown_url} did not answer within {timeout:g} s"
+            + ("" if retried else "; a generation that outlasts the timeout is not retried (the server may still be computing it)")
+            + ". For a slow server, raise the timeout: "
+            f"model_config 'timeout' or OMNISYNC_MODEL_TIMEOUT (seconds per read). For a shorter answer, set an "
+            f"output limit: model_config 'max_tokens' (or 'max_completion_tokens'; now {limit}), which the examples "
+            "read from OMNISYNC_MAX_TOKENS"
+        )
+        error.request_sent = not retried
+        return error
+
     def _past_deadline(self, *, request_sent: bool) -> ModelTimeoutError:
         error = ModelTimeoutError(
             f"{self.shown_url} did not finish its answer within the call's deadline of {self.config.deadline:g} s "
@@ -224,8 +207,9 @@ class ChatClient:
         *,
         deadline: float = DEFAULT_STREAM_DEADLINE,
         sampling: Mapping[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
         **overrides: Any,
-    ) -> "CompletionStream":
+    ) -> CompletionStream:
         """One chat completion with ``stream: true``: iterate the result for its deltas, then read ``.completion``.
 
         Tried again by the rules of :meth:`complete` only until a 2xx response's headers have
@@ -233,16 +217,14 @@ class ChatClient:
         second generation), and a break raises :class:`~omnisync.errors.ModelStreamError`.
         Usage is asked for with ``stream_options``; a server that refuses that option with a
         400 is asked once more without it, and not asked again by this client. ``deadline``
-        bounds the whole call, in seconds from now; ``sampling`` is as in :meth:`complete`.
+        bounds the whole call, in seconds from now; ``sampling`` and ``extra_body`` are as in :meth:`complete`.
         """
-        from .stream import CompletionStream
-
         deadline_at = time.monotonic() + deadline
-        body = self.request_body(messages, tools, sampling=sampling, **overrides)
+        body = self.request_body(messages, tools, sampling=sampling, extra_body=extra_body, **overrides)
         body["stream"] = True
         if not self._stream_options_rejected:
             body["stream_options"] = {"include_usage": True}
-        for attempt in retrying(self.config.max_retries, self._sleep):
+        for attempt in self._retrying:
             with attempt:
                 return CompletionStream(self._open_stream(body), deadline_at=deadline_at)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -261,14 +243,7 @@ class ChatClient:
     def _post_for_stream(self, body: dict[str, Any]) -> requests.Response:
         """POST and wait for the status line and headers only; the body is read by CompletionStream."""
         headers = self.request_headers()
-        try:
-            response = self._session().post(
-                self.url, json=body, headers=headers, params=self.config.default_query, timeout=self.config.timeout, stream=True
-            )
-        except requests.Timeout as exc:
-            raise ModelTimeoutError(f"{self.shown_url} did not answer within {self.config.timeout:g} s") from exc
-        except requests.RequestException as exc:
-            raise ModelConnectionError(f"could not reach {self.shown_url}: {redact_text(str(exc))}") from exc
+        response = self._send(_encoded(body), headers, self.config.timeout, retry_read_timeout=True)
         if response.status_code >= 400:
             try:
                 raise _status_error(response, self.config, headers)
@@ -277,11 +252,7 @@ class ChatClient:
         return response
 
     def close(self) -> None:
-        with self._sessions_lock:
-            sessions, self._sessions = self._sessions, []
-        for session in sessions:
-            session.close()
-        self._local = threading.local()
+        self._transport.close()
 
 
 def _tell_attempts(error: ModelError, attempts: int, seconds: float) -> None:
@@ -324,38 +295,15 @@ def _status_error(response: requests.Response, config: ModelConfig, headers: Map
     return error
 
 
-def parse_completion(body: Any) -> Completion:
-    """Read a CreateChatCompletionResponse, accepting servers that leave optional fields out.
-
-    Tool call arguments sent as a JSON object rather than a string are kept as a JSON string,
-    so the reply can be sent back as it is.
-    """
+def _encoded(body: dict[str, Any]) -> bytes:
+    """The JSON a request sends, as requests' ``json=`` wrote it (no NaN or infinity: servers refuse them)."""
     try:
-        choice = body["choices"][0]
-        message = choice["message"]
-        if not isinstance(message, dict):
-            raise TypeError("message is not an object")
-        tool_calls = [_tool_call(call) for call in message.get("tool_calls") or []]
-    except (KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise ModelResponseError(f"the response is not a chat completion ({exc}): {str(body)[:200]}") from exc
-    return Completion(
-        content=message.get("content"),
-        tool_calls=tool_calls,
-        finish_reason=choice.get("finish_reason"),
-        usage=read_usage(body.get("usage")),
-        model=body.get("model"),
-        id=body.get("id"),
-    )
-
-
-def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
-    function = call["function"]
-    if not call.get("id") or not isinstance(call["id"], str) or not function.get("name") or not isinstance(function["name"], str):
-        raise KeyError("a tool call without an id or a function name")
-    arguments = function.get("arguments")
-    if arguments is not None and not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False)
-    return {"id": call["id"], "type": call.get("type", "function"), "function": {"name": function["name"], "arguments": arguments or "{}"}}
+        return json.dumps(body, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise ModelError(
+            f"the request cannot be sent as JSON ({exc}): a message, tool result or model option holds a value "
+            "JSON cannot carry (NaN, infinity, or an object that is not a string, number, list or dict)"
+        ) from exc
 
 
 def _sendable(message: dict[str, Any]) -> dict[str, Any]:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
-
-import requests
 
 from .. import _env
 from ..errors import ConfigurationError
 from ..redact import redact_url
+from .extra_body import check_extra_body
 from .http_options import ApiKey, check_api_key, check_header_value, check_headers, check_query, check_session, shown
+
+if TYPE_CHECKING:
+    import requests
 
 PROVIDERS = ("openai",)
 SAMPLING_OPTIONS = (
@@ -36,12 +38,13 @@ CLIENT_OPTIONS = (
     "project",
     "default_headers",
     "default_query",
+    "extra_body",
     "http_session",
     "timeout",
     "deadline",
     "max_retries",
 )
-MERGED_OPTIONS = ("default_headers", "default_query")  # with_options adds to these, as openai-python's does
+MERGED_OPTIONS = ("default_headers", "default_query", "extra_body")  # with_options adds to these, as openai-python's does
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_DEADLINE = 600.0  # seconds for a whole call, retries included: a server trickling its body cannot hold a run
 DEFAULT_MAX_RETRIES = 2
@@ -69,6 +72,7 @@ class ModelConfig:
     project: str | None = None
     default_headers: dict[str, str] = field(default_factory=dict)
     default_query: dict[str, str] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)  # a server's own options, merged into every request body
     http_session: requests.Session | None = None
 
     def __repr__(self) -> str:
@@ -80,6 +84,7 @@ class ModelConfig:
                 ("project", self.project),
                 ("default_headers", shown(self.default_headers)),
                 ("default_query", shown(self.default_query)),
+                ("extra_body", shown(self.extra_body)),
                 ("http_session", self.http_session),
             )
             if value
@@ -93,8 +98,8 @@ class ModelConfig:
     def with_options(self, **changes: Any) -> "ModelConfig":
         """A copy with ``changes`` applied, checked as model_config is.
 
-        ``default_headers`` and ``default_query`` are added to the ones this config has (a name
-        given None is removed); any other option replaces its value, and None unsets a sampling
+        ``default_headers``, ``default_query`` and ``extra_body`` are added to the ones this config
+        has (a name given None is removed); any other option replaces its value, and None unsets a sampling
         option: ``config.with_options(model="gpt-5.4", response_format=None)``.
         """
         options = self._options()
@@ -115,6 +120,7 @@ class ModelConfig:
             "project": self.project,
             "default_headers": dict(self.default_headers),
             "default_query": dict(self.default_query),
+            "extra_body": dict(self.extra_body),
             "http_session": self.http_session,
             "timeout": self.timeout,
             "deadline": self.deadline,
@@ -182,6 +188,7 @@ class ModelConfig:
             project=_header_option(config, "project", "OPENAI_PROJECT_ID", _env.openai_project_id),
             default_headers=default_headers,
             default_query=check_query(config.get("default_query")),
+            extra_body=check_extra_body(config.get("extra_body"), SAMPLING_OPTIONS),
             http_session=check_session(config.get("http_session")),
         )
 

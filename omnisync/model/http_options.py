@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Union
-
-import requests
+from typing import TYPE_CHECKING, Any, Union
 
 from ..errors import ApiKeyError, ConfigurationError
 from ..redact import MASK, RecentSecrets, remember_secret
+
+if TYPE_CHECKING:
+    import requests
 
 ApiKey = Union[str, Callable[[], str]]
 
@@ -59,7 +60,7 @@ def call_api_key(key: ApiKey | None, minted: RecentSecrets) -> str | None:
 
 def check_headers(value: Any) -> dict[str, str]:
     """default_headers: header names and string values, as requests will send them."""
-    headers = _check_mapping("default_headers", value, "{'HTTP-Referer': 'https://example.org'}")
+    headers = check_mapping("model_config default_headers", value, "names to strings such as {'HTTP-Referer': 'https://example.org'}")
     for name, item in headers.items():
         if not _TOKEN.match(name):
             raise ConfigurationError(f"model_config default_headers: {name!r} is not an HTTP header name (letters, digits and -_.!#$%&'*+^`|~)")
@@ -73,7 +74,7 @@ def check_headers(value: Any) -> dict[str, str]:
 
 def check_query(value: Any) -> dict[str, str]:
     """default_query: parameter names and string (or number) values, added to every request's URL."""
-    query = _check_mapping("default_query", value, "{'api-version': '2024-10-21'}")
+    query = check_mapping("model_config default_query", value, "names to strings such as {'api-version': '2024-10-21'}")
     checked = {}
     for name, item in query.items():
         if isinstance(item, bool) or not isinstance(item, (str, int, float)):
@@ -91,7 +92,11 @@ def check_header_value(source: str, value: Any) -> str | None:
 
 
 def check_session(value: Any) -> requests.Session | None:
-    if value is None or isinstance(value, requests.Session):
+    if value is None:
+        return None
+    import requests  # only for a session given: building a config loads no HTTP library
+
+    if isinstance(value, requests.Session):
         return value
     raise ConfigurationError(f"model_config http_session must be a requests.Session (yours to close), not {type(value).__name__}")
 
@@ -101,14 +106,15 @@ def shown(mapping: Mapping[str, str]) -> dict[str, str]:
     return {name: MASK for name in mapping}
 
 
-def _check_mapping(option: str, value: Any, example: str) -> Mapping[str, Any]:
+def check_mapping(where: str, value: Any, shape: str) -> Mapping[str, Any]:
+    """``value`` if it is a mapping with non-empty string names (None: an empty one); ``shape`` says what it should hold."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigurationError(f"model_config {option} must be a dict of names to strings such as {example}, not {type(value).__name__}")
+        raise ConfigurationError(f"{where} must be a dict of {shape}, not {type(value).__name__}")
     for name in value:
         if not isinstance(name, str) or not name:
-            raise ConfigurationError(f"model_config {option} names must be non-empty strings, not {name!r}")
+            raise ConfigurationError(f"{where} names must be non-empty strings, not {name!r}")
     return value
 
 

@@ -27,13 +27,16 @@ from typing import Any
 import requests
 import urllib3
 
+from .._logging import logger
 from ..errors import ModelResponseError, ModelStreamError, StreamInterruptedError, StreamServerError
 from ..redact import redact_url
 from ..usage import read_usage
-from .client import Completion, parse_completion
+from .completion import Completion, parse_completion
 from .sse import EventParser
 
 READ_SIZE = 65536
+END_WAIT_SECONDS = 1.0  # after [DONE], how long the body's last chunk may take before the connection is dropped, not reused
+END_READS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +140,10 @@ class CompletionAssembler:
 class CompletionStream:
     """The deltas of one streamed reply; after the loop, ``completion`` is the whole reply.
 
-    Iterate it once (or use it as a context manager); ``close()`` drops the connection at once.
-    The call's deadline is checked after every read, so a stream ends at most one read
-    timeout after it.
+    Iterate it once (or use it as a context manager); ``close()`` drops the connection at once,
+    unless the body was read to its end: then the connection goes back to the pool for the next
+    call (no new TCP or TLS handshake). The call's deadline is checked after every read, so a
+    stream ends at most one read timeout after it.
     """
 
     def __init__(
@@ -156,6 +160,8 @@ class CompletionStream:
         self._assembler = CompletionAssembler()
         self._completion: Completion | None = None
         self._started = False
+        self._read = self._reader()
+        self._body_ended = False
 
     @property
     def completion(self) -> Completion:
@@ -170,6 +176,10 @@ class CompletionStream:
         self.close()
 
     def close(self) -> None:
+        if self._body_ended:
+            release = getattr(self.response.raw, "release_conn", None)
+            if release is not None:
+                release()  # the whole body was read: the connection can carry the next call
         self.response.close()
 
     def partial(self) -> Completion:
@@ -203,6 +213,7 @@ class CompletionStream:
             for event in parser.feed(chunk):
                 if event.data == "[DONE]":
                     self._completion = assembler.completion()
+                    self._read_to_end()
                     return
                 payload = self._payload(event.data)
                 if event.event == "error" or (isinstance(payload, dict) and payload.get("error")):
@@ -232,9 +243,24 @@ class CompletionStream:
             f"{self.url} sent an error in the stream: {detail or error}", partial=self._assembler.partial(), body=error
         )
 
+    def _read_to_end(self) -> None:
+        """After [DONE], the body's end (its last chunk), waited for briefly: a body that does not
+        end soon, or ends badly, leaves its connection to be dropped by close()."""
+        connection = getattr(self.response.raw, "connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            sock.settimeout(END_WAIT_SECONDS)  # urllib3 sets its own timeouts again when it reuses the connection
+        try:
+            for _ in range(END_READS):
+                if not self._read():
+                    self._body_ended = True
+                    return
+        except Exception:  # noqa: BLE001 - the answer is complete; only the connection's reuse is lost
+            logger.debug("%s did not end its body cleanly after [DONE]; its connection is dropped", self.url)
+
     def _body(self) -> Iterator[bytes]:
         """The body's bytes as they arrive (read1: whatever is there, chunked or not)."""
-        read = self._reader()
+        read = self._read
         while True:
             try:
                 chunk = read()
@@ -243,6 +269,7 @@ class CompletionStream:
                     f"{self.url} broke off the stream: {exc}", partial=self._assembler.partial()
                 ) from exc
             if not chunk:
+                self._body_ended = True
                 return
             yield chunk
             if self._clock() > self._deadline_at:
