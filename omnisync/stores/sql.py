@@ -60,7 +60,7 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
         "Install it with: pip install 'omnisync[postgres]'"
     ) from _missing
 
-from . import postgres_pooling
+from . import call_deadline, postgres_pooling
 from . import sql_schema as schema
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -616,6 +616,7 @@ def create_engine(url: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, ti
         ) from exc
     _ping_when_idle(engine)
     if postgres:
+        call_deadline.bound_every_call(engine, timeout)
         postgres_pooling.connect_without_options_if_refused(engine)
     return engine
 
@@ -770,6 +771,9 @@ def _store_errors(where: str) -> Iterator[None]:
         yield
     except SQLAlchemyError as exc:
         logger.debug("%s failed: %s", where, exc)
+        cut_after = call_deadline.WATCHDOG.cut_here()
+        if cut_after is not None:
+            raise StoreError(f"{where} did not answer within timeout={cut_after:g} s (a hung server or a silent link)") from exc
         message = postgres_pooling.statement_pooling_error(where, exc) or f"{where} failed: {exc.__class__.__name__}: {exc}"
         raise StoreError(message) from exc
 
