@@ -619,3 +619,21 @@ def test_a_pooled_connection_the_server_ended_is_replaced_before_an_append_uses_
     end_every_connection_to(postgres_router)
     store.append(name, "s", [Message(role="user", content="after")])
     assert [m.content for m in store.history(name, "s")] == ["before", "after"]
+
+
+@pytest.mark.parametrize("bad", ["nul\x00id", "lone \ud800 surrogate", "x" * 256], ids=["nul", "surrogate", "too-long"])
+def test_an_id_no_store_can_keep_is_refused_typed_before_the_model_is_paid(router, name, monkeypatch, bad):
+    adapter = install(monkeypatch, echo)
+    agent = agent_on(router, name)
+    agent.run("kept", session_id="s")
+    for refused_call, field in [
+        (lambda: agent.run("hello", session_id=bad), "session_id"),
+        (lambda: agent.get_session_history(bad), "session_id"),
+        (lambda: agent.get_run(bad), "run_id"),
+        (lambda: agent.resume(bad), "run_id"),
+        (lambda: agent.cancel_run(bad), "run_id"),
+    ]:
+        with pytest.raises(ConfigurationError, match=field):
+            refused_call()
+    assert len(adapter.sent) == 1 and roles(agent, "s") == ["user", "assistant"]
+    assert [r["session_id"] for r in agent.list_runs()] == ["s"] and no_run_is_left_running(agent)
