@@ -104,12 +104,17 @@ def check_user_message(message: str) -> str:
 def storable_reply(message: dict[str, Any]) -> dict[str, Any]:
     """The model's assistant message in a form every store keeps and the API takes back.
 
+    Content is null only beside tool calls; a reply of none (a refusal, audio, a deprecated
+    ``function_call``, nothing) keeps its refusal or its audio's transcript as text, else ``""``.
+
     Raises ModelResponseError for a reply too large to store (nothing of it is written).
     """
+    calls = [_storable_call(call) for call in message.get("tool_calls") or []]
     content = message.get("content")
+    if content is None and not calls:  # a request's assistant message needs content unless it has tool calls
+        content = message.get("refusal") or (message.get("audio") or {}).get("transcript") or ""
     if isinstance(content, str):
         content = made_storable(content)
-    calls = [_storable_call(call) for call in message.get("tool_calls") or []]
     reply: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         reply["tool_calls"] = calls
