@@ -24,6 +24,7 @@ from .run_events import RunSteps, run_to_end
 from .run_record import RUN_STATUSES, RunRecord
 from .runner import ON_BUSY, Runner, new_session_id, result_of
 from .content import Content, UserContent, check_content
+from .storable import MAX_ID_LENGTH
 from .streaming import AgentStream, streams
 from .stores.base import MemoryStore, RunCursor, RunEvent, run_cursor
 from .summaries import Summarizer
@@ -31,7 +32,6 @@ from .tokens import TokenCounter, default_counter
 from .tools import ToolRegistry
 from .usage import session_usage
 
-MAX_ID_LENGTH = 255
 PRUNE_EVERY_SECONDS = 3600
 
 

@@ -11,8 +11,10 @@ import threading
 from datetime import timedelta
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from omnisync.errors import NotSerializableError, RunConflictError, StoreError
+from omnisync.errors import ConfigurationError, NotSerializableError, RunConflictError, StoreError
 from omnisync.messages import INACTIVE, SUMMARY_PREFIX, Message, utcnow
 from omnisync.run_record import AWAITING_APPROVAL, COMPLETED, FOLD, SESSION, RunRecord
 from omnisync.stores.base import run_cursor
@@ -55,6 +57,43 @@ def content_parts() -> list[dict]:
 
 def summary_message(text: str = "the gist") -> Message:
     return Message(role="user", content=f"{SUMMARY_PREFIX} {text}", metadata={"summary": {"model": "test"}}, tokens=5)
+
+
+def _record(run_id: str = "r1", session_id: str = "s", agent: str = AGENT) -> RunRecord:
+    return RunRecord(run_id=run_id, agent=agent, session_id=session_id, created_at=utcnow())
+
+
+BAD_ID_CALLS = {
+    "append agent": ("agent", lambda store, bad: store.append(bad, "s", [user("x")])),
+    "append session": ("session_id", lambda store, bad: store.append(AGENT, bad, [user("x")])),
+    "append tool_call_id": ("tool_call_id", lambda store, bad: store.append(AGENT, "s", [user("x"), Message(role="tool", content="r", tool_call_id=bad)])),
+    "append name": ("name", lambda store, bad: store.append(AGENT, "s", [Message(role="tool", content="r", tool_call_id="c", name=bad)])),
+    "append run_id": ("run_id", lambda store, bad: store.append(AGENT, "s", [Message(role="user", content="x", run_id=bad)])),
+    "latest": ("session_id", lambda store, bad: store.latest(AGENT, bad, 5)),
+    "window": ("session_id", lambda store, bad: store.window(AGENT, bad, max_messages=5)),
+    "history": ("session_id", lambda store, bad: store.history(AGENT, bad)),
+    "history_page": ("agent", lambda store, bad: store.history_page(bad, "s", None, 5)),
+    "iter_history": ("session_id", lambda store, bad: list(store.iter_history(AGENT, bad))),
+    "clear": ("session_id", lambda store, bad: store.clear(AGENT, bad)),
+    "clear agent": ("agent", lambda store, bad: store.clear(bad)),
+    "sessions": ("agent", lambda store, bad: store.sessions(bad)),
+    "sessions_page cursor": ("after", lambda store, bad: store.sessions_page(None, (AGENT, bad), 5)),
+    "fold": ("session_id", lambda store, bad: store.fold(AGENT, bad, summary_message(), first_seq=1, last_seq=3, expected_count=1, delete=False)),
+    "save_run": ("record.run_id", lambda store, bad: store.save_run(_record(run_id=bad), None)),
+    "save_run session": ("record.session_id", lambda store, bad: store.save_run(_record(session_id=bad), None)),
+    "save_runs": ("saves.agent", lambda store, bad: store.save_runs([(_record(agent=bad), None)])),
+    "load_run": ("run_id", lambda store, bad: store.load_run(AGENT, bad)),
+    "load_lease": ("run_id", lambda store, bad: store.load_lease(AGENT, bad)),
+    "list_runs": ("session_id", lambda store, bad: store.list_runs(AGENT, session_id=bad)),
+    "runs_page": ("session_id", lambda store, bad: store.runs_page(AGENT, session_id=bad)),
+    "runs_page cursor": ("after run_id", lambda store, bad: store.runs_page(AGENT, (utcnow(), bad))),
+    "prune_runs": ("agent", lambda store, bad: store.prune_runs(bad, utcnow())),
+    "append_events": ("run_id", lambda store, bad: store.append_events(AGENT, bad, [("e", {})])),
+    "read_events": ("run_id", lambda store, bad: store.read_events(AGENT, bad)),
+    "load_lease_and_window": ("session_id", lambda store, bad: store.load_lease_and_window(AGENT, "lease", bad, max_messages=5)),
+    "append_and_save_run": ("record.run_id", lambda store, bad: store.append_and_save_run(AGENT, "s", [user("x")], _record(run_id=bad), None)),
+}
+"""Each method of the contract given one bad id: the field its error names, and the call."""
 
 
 class StoreContract:
@@ -647,6 +686,32 @@ class StoreContract:
         store.save_run(self._run(), None)
         store.clear(AGENT)
         assert store.load_run(AGENT, "r1") is not None
+
+
+    # --- identifiers ------------------------------------------------------------------
+
+    @pytest.mark.parametrize("bad", ["nul\x00id", "lone \ud800 surrogate", "x" * 256, 7], ids=["nul", "surrogate", "too-long", "not-a-string"])
+    @pytest.mark.parametrize("call", list(BAD_ID_CALLS))
+    def test_an_id_no_store_can_keep_is_a_configuration_error_naming_it_before_anything_is_written(self, store, call, bad):
+        field, use = BAD_ID_CALLS[call]
+        store.append(AGENT, "s", [user("kept")])
+        with pytest.raises(ConfigurationError, match=field) as refused:
+            use(store, bad)
+        assert isinstance(refused.value, ValueError)
+        assert contents(store.history(AGENT, "s")) == ["kept"]
+        assert [(i.agent, i.session_id, i.message_count) for i in store.sessions()] == [(AGENT, "s", 1)]
+        assert store.list_runs(AGENT) == [] and store.read_events(AGENT, "r1") == []
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(session_id=st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=300))
+    def test_any_string_as_a_session_id_is_kept_as_itself_or_refused_typed(self, store, session_id):
+        try:
+            store.append("ids", session_id, [user("hello")])
+        except ConfigurationError as refused:
+            assert "session_id" in str(refused)
+            return
+        assert [(m.content, m.session_id) for m in store.history("ids", session_id)] == [("hello", session_id)]
+        store.clear("ids", session_id)
 
 
 

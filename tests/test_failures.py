@@ -533,3 +533,108 @@ def test_an_api_key_echoed_in_a_401_body_is_never_stored_or_logged(router, name,
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "Incorrect API key provided: ***" in str(error.value)
     assert _secret_free(KEY, str(error.value), repr(error.value.body), failed["error"], logged, repr(agent.model_config))
+
+
+# --- a store that blips ---------------------------------------------------------------
+
+
+@pytest.fixture(params=[pytest.param(kind, marks=pytest.mark.backend(kind)) for kind in ("postgres", "pgbouncer")])
+def postgres_router(request, tmp_path, monkeypatch):
+    yield from open_router(request.param, tmp_path, monkeypatch)
+
+
+def end_every_connection_to(router):
+    """An outage as PostgreSQL's clients see it, without stopping the shared server: every
+    server process of the store's database is ended from a second connection (behind PgBouncer,
+    the pooler's server connections)."""
+    import sqlalchemy as sa
+
+    from backends import autocommit, postgres_url
+
+    with autocommit(postgres_url()) as admin:
+        ended = admin.execute(
+            sa.text("SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE datname = :db AND pid <> pg_backend_pid()"),
+            {"db": router.store.engine.url.database},
+        ).scalar()
+    assert ended >= 1
+
+
+def test_an_outage_during_a_tool_costs_neither_its_result_nor_a_second_run_of_it(postgres_router, name, monkeypatch):
+    adapter = install(monkeypatch, weather_model())
+    tools = Tools()
+    agent = agent_on(postgres_router, name, tools)
+    tools.inside_lookup = lambda: end_every_connection_to(postgres_router)
+    result = agent.run(WEATHER, session_id="s")
+    assert result["status"] == "completed" and result["response"] == "done: sunny in Paris"
+    assert tools.ran == ["lookup Paris"] and roles(agent, "s") == ["user", "assistant", "tool", "assistant"]
+    assert adapter.refused == [] and no_run_is_left_running(agent)
+
+
+def lose_the_connection_of_the_next_run_update(store, when):
+    """The next UPDATE of a run record meets a connection that is gone: ended by the server just
+    before the statement, or lost just after it ran, before its answer came back."""
+    import psycopg
+    import sqlalchemy as sa
+
+    from backends import autocommit, postgres_url
+
+    def before(conn, _cursor, statement, *_args):
+        if statement.startswith("UPDATE omnisync_runs") and not lost:
+            lost.append(pid := conn.connection.dbapi_connection.info.backend_pid)
+            with autocommit(postgres_url()) as admin:
+                admin.execute(sa.text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
+
+    def after(conn, _cursor, statement, *_args):
+        if statement.startswith("UPDATE omnisync_runs") and not lost:
+            lost.append(True)
+            conn.connection.dbapi_connection.close()
+            raise psycopg.OperationalError("the connection was lost before the answer came back")
+
+    lost: list[object] = []
+    sa.event.listen(store.engine, f"{when}_cursor_execute", before if when == "before" else after)
+    return lost
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_save_whose_connection_is_lost_is_made_once_more_on_a_fresh_one(postgres_router, name, when):
+    from omnisync.run_record import RunRecord
+
+    store = postgres_router.store
+    if when == "before" and store.engine.url.port != 5432:
+        pytest.skip("behind PgBouncer the server process of a statement is not the client's to end")
+    first = store.save_run(RunRecord(run_id="r1", agent=name, session_id="s", created_at=utcnow()), None)
+    lost = lose_the_connection_of_the_next_run_update(store, when)
+    second = store.save_run(first.evolve(step=2), first.version)
+    assert lost and second.version == 2 and store.load_run(name, "r1") == second
+    with pytest.raises(RunConflictError):  # still a compare-and-set
+        store.save_run(first.evolve(step=3), first.version)
+
+
+def test_a_pooled_connection_the_server_ended_is_replaced_before_an_append_uses_it(postgres_router, name):
+    """An append is never made twice, so it must not meet a dead connection: one the server
+    ended while it rested (it said goodbye) is replaced at checkout, without a ping."""
+    from omnisync.messages import Message
+
+    store = postgres_router.store
+    store.append(name, "s", [Message(role="user", content="before")])
+    end_every_connection_to(postgres_router)
+    store.append(name, "s", [Message(role="user", content="after")])
+    assert [m.content for m in store.history(name, "s")] == ["before", "after"]
+
+
+@pytest.mark.parametrize("bad", ["nul\x00id", "lone \ud800 surrogate", "x" * 256], ids=["nul", "surrogate", "too-long"])
+def test_an_id_no_store_can_keep_is_refused_typed_before_the_model_is_paid(router, name, monkeypatch, bad):
+    adapter = install(monkeypatch, echo)
+    agent = agent_on(router, name)
+    agent.run("kept", session_id="s")
+    for refused_call, field in [
+        (lambda: agent.run("hello", session_id=bad), "session_id"),
+        (lambda: agent.get_session_history(bad), "session_id"),
+        (lambda: agent.get_run(bad), "run_id"),
+        (lambda: agent.resume(bad), "run_id"),
+        (lambda: agent.cancel_run(bad), "run_id"),
+    ]:
+        with pytest.raises(ConfigurationError, match=field):
+            refused_call()
+    assert len(adapter.sent) == 1 and roles(agent, "s") == ["user", "assistant"]
+    assert [r["session_id"] for r in agent.list_runs()] == ["s"] and no_run_is_left_running(agent)

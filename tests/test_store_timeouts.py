@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
+import uuid
 
 import pytest
 
+import backends
 from omnisync import MemoryRouter
 from omnisync.errors import ConfigurationError, StoreError
+from omnisync.messages import Message
+from silent_proxy import silent_proxy_to
 
 
 @pytest.fixture
@@ -79,7 +84,6 @@ def test_the_waits_reach_each_driver():
 
 
 def test_a_statement_on_postgres_is_bounded_by_the_timeout():
-    import backends
     import sqlalchemy as sa
 
     from omnisync.stores.sql import create_engine
@@ -92,3 +96,69 @@ def test_a_statement_on_postgres_is_bounded_by_the_timeout():
                 conn.execute(sa.text("set statement_timeout = 200; select pg_sleep(2)"))
     finally:
         engine.dispose()
+
+
+HANG_WAITS = {"connect_timeout": 1, "timeout": 2}
+
+
+@pytest.mark.parametrize("backend", [pytest.param(b, marks=pytest.mark.backend(b)) for b in ("postgres", "pgbouncer", "redis", "mongodb")])
+def test_a_server_that_hangs_on_an_open_connection_is_a_store_error_within_the_timeouts(backend):
+    """The server stops answering after a first write while its end keeps acknowledging
+    (tests/silent_proxy.py): the next read is a StoreError, where it once blocked as long as the link."""
+    with contextlib.ExitStack() as stack:
+        kind, url, default_port, options = _hung_server(backend, stack)
+        proxy, through = stack.enter_context(silent_proxy_to(url, default_port))
+        router = stack.enter_context(MemoryRouter(kind, url=through, **HANG_WAITS, **options))
+        router.store.append("assistant", "s", [Message(role="user", content="before the hang")])
+        proxy.go_silent()
+        outcome = _within(60, lambda: router.store.history("assistant", "s"))
+        assert isinstance(outcome, StoreError), outcome
+        if kind == "sql":
+            assert "did not answer within timeout=2 s" in str(outcome)
+
+
+def _hung_server(backend, stack):
+    """(kind, url, default port, options) of a place of the test's own on ``backend``'s server."""
+    if backend in ("postgres", "pgbouncer"):
+        url = backends.postgres_url() if backend == "postgres" else backends.pgbouncer_url()
+        return "sql", stack.enter_context(backends.fresh_database(url)), 5432, {}
+    if backend == "redis":
+        prefix = f"omnisync-hang-{uuid.uuid4().hex}"
+        stack.callback(_forget_redis_prefix, backends.redis_url(), prefix)
+        return "redis", backends.redis_url(), 6379, {"prefix": prefix}
+    pymongo = pytest.importorskip("pymongo")
+    uri, db_name = backends.mongodb_uri(), f"omnisync_hang_{uuid.uuid4().hex[:8]}"
+    stack.callback(_drop_mongo_database, pymongo, uri, db_name)
+    return "mongodb", uri, 27017, {"db_name": db_name}
+
+
+def _drop_mongo_database(pymongo, uri, db_name):
+    with pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000) as client:
+        client.drop_database(db_name)
+
+
+def _forget_redis_prefix(url, prefix):
+    import redis
+
+    client = redis.Redis.from_url(url)
+    for key in list(client.scan_iter(match=f"{prefix}:*", count=1000)):
+        client.delete(key)
+    client.close()
+
+
+def _within(seconds, call):
+    """What ``call`` returns or raises, run in a thread given ``seconds``: a call still blocked then fails the test."""
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(call())
+        except BaseException as exc:  # noqa: BLE001 - the outcome is what the test asserts on
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"the store call was still blocked after {seconds} s", pytrace=False)
+    return outcome[0]

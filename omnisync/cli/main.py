@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 
 from ..errors import ConfigurationError, OmnisyncError
 from ..run_record import RUN_STATUSES
+from ..storable import MAX_ID_LENGTH
 from .connect import CLI_KINDS
 from .errors import CommandError, UsageError
 from .reading import open_existing
 
-MAX_ID_LENGTH = 255
 DEFAULT_TIMEOUT = 10.0
 MAX_ERROR_CHARS = 300
 

@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 from ..errors import NotSerializableError, RunConflictError
 from ..messages import Message
 from ..run_record import RUN, RUN_KINDS, RunRecord
+from ..storable import check_json_fields
+from .checked_calls import check_calls_of
 
 SEQ_STEP = 2
 """Messages take seq 2, 4, 6, ...; a summary of messages up to s takes s + 1."""
@@ -57,6 +59,9 @@ class MemoryStore(ABC):
 
     A read that cannot be done raises (a :class:`~omnisync.errors.StoreError` or the
     driver's own error); no method ever answers an empty history in place of an error.
+    Every method of the contract checks its arguments here, once, before a backend's code
+    runs (:mod:`omnisync.stores.checked_calls`): an id some store could not keep is a
+    ConfigurationError naming it, on every backend, and nothing is read or written.
     """
 
     kind: ClassVar[str]
@@ -64,6 +69,10 @@ class MemoryStore(ABC):
     """True where :meth:`append_and_save_run` checks the record's version before it writes anything
     (both or neither); elsewhere a run renews its record before its last write, so a run whose
     record someone else changed (a clear, a cancel, a take-over) writes nothing."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_calls_of(cls)
 
     # --- messages -------------------------------------------------------------------
 
@@ -391,6 +400,9 @@ class MemoryStore(ABC):
         self.close()
 
 
+check_calls_of(MemoryStore)
+
+
 def drop_orphan_tool_results(oldest_first: list[Message]) -> list[Message]:
     """Drop leading tool results: their assistant call is not in the window."""
     start = 0
@@ -402,14 +414,7 @@ def drop_orphan_tool_results(oldest_first: list[Message]) -> list[Message]:
 def check_serializable(messages: Sequence[Message]) -> None:
     """Refuse, before anything is written, metadata or tool calls that JSON cannot hold (every store keeps them as JSON)."""
     for message in messages:
-        for field_name, value in (("metadata", message.metadata), ("tool_calls", message.tool_calls)):
-            if value:
-                try:
-                    json.dumps(value)
-                except (TypeError, ValueError) as exc:
-                    raise NotSerializableError(
-                        f"a message's {field_name} must be JSON data (dict, list, str, int, float, bool, None): {exc}. Nothing was written."
-                    ) from None
+        check_json_fields(message)
 
 
 def check_events(events: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, str]]:

@@ -26,7 +26,6 @@ from .base import (
     RunEvent,
     SessionInfo,
     check_events,
-    check_serializable,
     events_limit,
     page_limit,
     run_conflict,
@@ -59,7 +58,6 @@ class InMemoryStore(MemoryStore):
         self._events: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (name, JSON), id = index + 1
 
     def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
-        check_serializable(messages)
         now = utcnow()
         with self._lock:
             session = self._sessions.get((agent, session_id))

@@ -93,7 +93,6 @@ from .base import (
     RunEvent,
     SessionInfo,
     check_events,
-    check_serializable,
     events_limit,
     page_limit,
     run_conflict,
@@ -252,7 +251,6 @@ class MongoStore(MemoryStore):
         takes its messages back before raising StoreError (best effort if the server is gone).
         A cleared session's mark counts as its newest seq, so seq never goes back.
         """
-        check_serializable(messages)
         key = _session(agent, session_id)
         if not messages:
             return []

@@ -110,7 +110,6 @@ from .base import (
     RunEvent,
     SessionInfo,
     check_events,
-    check_serializable,
     drop_orphan_tool_results,
     events_limit,
     page_limit,
@@ -514,7 +513,6 @@ class RedisStore(MemoryStore):
     # --- messages -------------------------------------------------------------------
 
     def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
-        check_serializable(messages)
         if not messages:
             return []
         now = utcnow()
@@ -722,7 +720,6 @@ class RedisStore(MemoryStore):
     ) -> tuple[list[Message], RunRecord]:
         """On one server, one script: the record's version checked, then the messages and the
         record written together. On a cluster the two are in different slots: one after the other."""
-        check_serializable(messages)
         if self.cluster or not messages:
             return super().append_and_save_run(agent, session_id, messages, record, expected_version)
         stand_in = -1 - secrets.randbelow(10**12) if record.first_written_seq is None else None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import select
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -60,8 +61,9 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
         "Install it with: pip install 'omnisync[postgres]'"
     ) from _missing
 
-from . import postgres_pooling
+from . import call_deadline, postgres_pooling
 from . import sql_schema as schema
+from .sql_retry import saved_again_on_a_fresh_connection
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # A row of content parts keeps them as JSON text in ``content`` and says so in ``metadata``
@@ -349,6 +351,7 @@ class SQLStore(MemoryStore):
 
     # --- runs -----------------------------------------------------------------------
 
+    @saved_again_on_a_fresh_connection
     def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
         saved = record.evolve(version=(expected_version or 0) + 1)
         values = run_values(saved)
@@ -618,6 +621,7 @@ def create_engine(url: str, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, ti
         ) from exc
     _ping_when_idle(engine)
     if postgres:
+        call_deadline.bound_every_call(engine, timeout)
         postgres_pooling.connect_without_options_if_refused(engine)
     return engine
 
@@ -627,10 +631,13 @@ IDLE_BEFORE_PING = 10.0
 
 
 def _ping_when_idle(engine: Engine) -> None:
-    """Check a pooled connection's liveness only when it has rested: a connection used a
-    moment ago is alive, and pinging it (``pool_pre_ping``) costs a round trip per statement.
-    One the server dropped while it rested is replaced before use (SQLAlchemy retries a
-    checkout that raises DisconnectionError with another connection)."""
+    """Check a pooled connection's liveness only when it has rested, or when the server sent
+    something while it rested: a connection used a moment ago is alive, and pinging it
+    (``pool_pre_ping``) costs a round trip per statement. A server that ends a session (a
+    restart, ``pg_terminate_backend``) says so or closes the socket, which is then readable:
+    seeing that is a system call, no round trip. One the server dropped while it rested is
+    replaced before use (SQLAlchemy retries a checkout that raises DisconnectionError with
+    another connection)."""
 
     @event.listens_for(engine, "checkin")
     def _rested_since(_dbapi_connection: Any, record: Any) -> None:
@@ -639,7 +646,7 @@ def _ping_when_idle(engine: Engine) -> None:
     @event.listens_for(engine, "checkout")
     def _ping_if_rested(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         since = record.info.get("checked_in_at")
-        if since is None or time.monotonic() - since <= IDLE_BEFORE_PING:
+        if since is None or (time.monotonic() - since <= IDLE_BEFORE_PING and not _said_something(dbapi_connection)):
             return
         try:
             alive = engine.dialect.do_ping(dbapi_connection)
@@ -647,6 +654,14 @@ def _ping_when_idle(engine: Engine) -> None:
             raise DisconnectionError(f"the pooled connection did not answer a ping: {exc}") from exc
         if not alive:  # SQLAlchemy before 2.0.something answers False rather than raising
             raise DisconnectionError("the pooled connection did not answer a ping")
+
+
+def _said_something(dbapi_connection: Any) -> bool:
+    """True if the server sent something to a connection that asked nothing (its goodbye)."""
+    try:
+        return bool(select.select([dbapi_connection.fileno()], [], [], 0)[0])
+    except Exception:  # noqa: BLE001 - no socket to look at (the driver's "connection closed"): the ping decides
+        return True
 
 
 def _postgres_driver() -> str:
@@ -772,6 +787,9 @@ def _store_errors(where: str) -> Iterator[None]:
         yield
     except SQLAlchemyError as exc:
         logger.debug("%s failed: %s", where, exc)
+        cut_after = call_deadline.WATCHDOG.cut_here()
+        if cut_after is not None:
+            raise StoreError(f"{where} did not answer within timeout={cut_after:g} s (a hung server or a silent link)") from exc
         message = postgres_pooling.statement_pooling_error(where, exc) or f"{where} failed: {exc.__class__.__name__}: {exc}"
         raise StoreError(message) from exc
 
