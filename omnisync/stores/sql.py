@@ -239,11 +239,11 @@ class SQLStore(MemoryStore):
         """PostgreSQL: the counter's upsert and the rows' insert as one statement (the upsert a
         data-modifying CTE the insert reads), atomic on its own: one round trip, not four."""
         now = utcnow()
-        _, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
-        step = SEQ_STEP * len(messages)
+        written, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
         with self._statement(write=True) as conn:
-            seqs = conn.execute(_append_statement(agent, session_id, rows, step, _micros(now))).scalars().all()
-        written, _ = place_messages(agent, session_id, messages, max(seqs), now)
+            last_seq = max(conn.execute(APPEND, append_params(agent, session_id, rows, _micros(now))).scalars())
+        for message in written:
+            message.seq += last_seq  # type: ignore[operator]
         return written
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
@@ -488,26 +488,31 @@ def place_messages(
     return written, [message_row(m) for m in written]
 
 
-_APPENDED = ("role", "content", "tool_calls", "tool_call_id", "name", "status", "run_id", "tokens", "created_at_us", "metadata")
+# PostgreSQL's append, one statement whatever the number of messages: the counter's upsert a
+# data-modifying CTE, the rows one array a column (unnest), so its text never changes and
+# SQLAlchemy compiles it once; a statement built from the rows' values compiled anew each call.
+# Bound, not prepared on the server (poolers). Seqs in ``seqs`` are relative to the counter's new value.
+APPEND_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "name", "status", "run_id", "tokens", "metadata")
+_ARRAY_TYPES = {"tokens": "INTEGER[]"}
+APPEND_SQL = (
+    "WITH counter AS ("
+    "INSERT INTO omnisync_sessions (agent, session_id, last_seq, updated_at_us) VALUES (:agent, :session_id, :step, :now) "
+    "ON CONFLICT (agent, session_id) DO UPDATE SET last_seq = omnisync_sessions.last_seq + excluded.last_seq, "
+    "updated_at_us = excluded.updated_at_us RETURNING last_seq) "
+    f"INSERT INTO omnisync_messages (agent, session_id, seq, {', '.join(APPEND_COLUMNS)}, created_at_us) "
+    f"SELECT :agent, :session_id, counter.last_seq + given.seq, {', '.join('given.' + name for name in APPEND_COLUMNS)}, :now "
+    "FROM counter, unnest(CAST(:seqs AS INTEGER[]), "
+    + ", ".join(f"CAST(:{name} AS {_ARRAY_TYPES.get(name, 'TEXT[]')})" for name in APPEND_COLUMNS)
+    + f") AS given(seq, {', '.join(APPEND_COLUMNS)}) RETURNING seq"
+)
+APPEND = sa.text(APPEND_SQL)
 
 
-def _append_statement(agent: str, session_id: str, rows: Sequence[dict[str, Any]], step: int, now_us: int) -> Any:
-    """PostgreSQL's one-statement append: rows numbered relative to the counter's new value."""
-    table, messages = schema.sessions, schema.messages
-    counter = (
-        _postgresql.insert(table)
-        .values(agent=agent, session_id=session_id, last_seq=step, updated_at_us=now_us)
-        .on_conflict_do_update(index_elements=["agent", "session_id"], set_={"last_seq": table.c.last_seq + step, "updated_at_us": now_us})
-        .returning(table.c.last_seq)
-        .cte("counter")
-    )
-    given = sa.values(
-        sa.column("seq", sa.Integer), *(sa.column(name, messages.c[name].type) for name in _APPENDED), name="given"
-    ).data([tuple(row[name] for name in ("seq", *_APPENDED)) for row in rows])
-    placed = sa.select(
-        sa.literal(agent, sa.String), sa.literal(session_id, sa.String), counter.c.last_seq + given.c.seq, *(given.c[name] for name in _APPENDED)
-    ).select_from(counter.join(given, sa.true()))
-    return messages.insert().from_select(["agent", "session_id", "seq", *_APPENDED], placed).returning(messages.c.seq).add_cte(counter)
+def append_params(agent: str, session_id: str, rows: Sequence[dict[str, Any]], now_us: int) -> dict[str, Any]:
+    """APPEND's values for ``rows`` (of :func:`message_row`, numbered relative to the counter)."""
+    params: dict[str, Any] = {name: [row[name] for row in rows] for name in APPEND_COLUMNS}
+    params.update(agent=agent, session_id=session_id, step=SEQ_STEP * len(rows), now=now_us, seqs=[row["seq"] for row in rows])
+    return params
 
 
 _e = schema.run_events.c
