@@ -78,6 +78,15 @@ class TestPostgresStore(SharedStoreContract):
         assert "ix_omnisync_messages_window" in plan and "Sort" not in plan, plan
         assert "Limit" in plan
 
+    def test_an_append_sends_one_statement_compiled_once_whatever_its_size(self, store):
+        sent: list[str] = []
+        sa.event.listen(store.engine, "before_cursor_execute", lambda conn, cursor, statement, *rest: sent.append(statement))
+        store.append(AGENT, "s", [user("a")])
+        store.append(AGENT, "s", [user("b"), user("c"), user("d")])
+        store.append(AGENT, "other", [user("e"), user("f")])
+        assert len(sent) == 3 and len(set(sent)) == 1, sent  # the same text: SQLAlchemy's cache hits
+        assert [(m.content, m.seq) for m in store.history(AGENT, "s")] == [("a", 2), ("b", 4), ("c", 6), ("d", 8)]
+
     @pytest.mark.parametrize("filters, index", [({}, "page"), ({"status": "completed"}, "by_status"), ({"session_id": "s1"}, "by_session")])
     @pytest.mark.parametrize("from_cursor", [False, True])
     def test_a_page_of_runs_walks_its_index_from_the_cursor(self, store, filters, index, from_cursor):
