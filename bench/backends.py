@@ -275,7 +275,7 @@ class RawPostgres(_RawSQL):
 
         super().__init__()
         self._counter = counter
-        self.conn = psycopg.connect(conninfo, autocommit=True)
+        self.conn = psycopg.connect(conninfo, autocommit=True, prepare_threshold=None)  # never prepared, as ours (poolers)
         self.conn.execute(
             """
             CREATE TABLE IF NOT EXISTS raw_sessions (

@@ -5,12 +5,14 @@ import multiprocessing
 import uuid
 from datetime import timedelta
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
 from omnisync.errors import StoreError
 from omnisync.messages import utcnow
 from omnisync.run_record import RunRecord
+from omnisync.stores.postgres import PostgresStore
 from omnisync.stores.sql import SQLStore
 import backends
 from backends import fresh_database, pgbouncer_url, postgres_url, unreachable
@@ -51,18 +53,23 @@ def pg_url(request, own_database):
     return own_database(_reachable("PostgreSQL through PgBouncer", pgbouncer_url()))
 
 
+@pytest.fixture(params=[PostgresStore, SQLStore], ids=["psycopg-path", "sqlalchemy-path"])
+def store_class(request):
+    return request.param
+
+
 @pytest.fixture
-def store(pg_url):
+def store(pg_url, store_class):
     """A fresh store: the tables of this process's database, emptied before each test."""
-    with SQLStore(pg_url) as store:
+    with store_class(pg_url) as store:
         with store.engine.begin() as conn:
             conn.execute(sa.text("TRUNCATE omnisync_messages, omnisync_sessions, omnisync_runs, omnisync_run_events"))
         yield store
 
 
 @pytest.fixture
-def store_opener(pg_url):
-    return functools.partial(SQLStore, pg_url)
+def store_opener(pg_url, store_class):
+    return functools.partial(store_class, pg_url)
 
 
 class TestPostgresStore(SharedStoreContract):
@@ -78,9 +85,10 @@ class TestPostgresStore(SharedStoreContract):
         assert "ix_omnisync_messages_window" in plan and "Sort" not in plan, plan
         assert "Limit" in plan
 
-    def test_an_append_sends_one_statement_compiled_once_whatever_its_size(self, store):
+    def test_an_append_sends_one_statement_compiled_once_whatever_its_size(self, store, monkeypatch):
         sent: list[str] = []
-        sa.event.listen(store.engine, "before_cursor_execute", lambda conn, cursor, statement, *rest: sent.append(statement))
+        execute = psycopg.Cursor.execute
+        monkeypatch.setattr(psycopg.Cursor, "execute", lambda cursor, query, *args, **kw: (sent.append(query), execute(cursor, query, *args, **kw))[1])
         store.append(AGENT, "s", [user("a")])
         store.append(AGENT, "s", [user("b"), user("c"), user("d")])
         store.append(AGENT, "other", [user("e"), user("f")])

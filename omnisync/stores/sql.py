@@ -170,11 +170,16 @@ class SQLStore(MemoryStore):
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> "SQLStore":
-        """The store for ``url``: SQLite's own subclass for a SQLite URL, this class otherwise."""
-        if make_url(url).get_backend_name() == "sqlite":
+        """The store for ``url``: SQLite's own subclass for a SQLite URL, PostgreSQL's on psycopg 3, this class otherwise."""
+        parsed = make_url(url)
+        if parsed.get_backend_name() == "sqlite":
             from .sqlite import SQLiteStore
 
             return SQLiteStore(url, **options)
+        if _on_psycopg(parsed):
+            from .postgres import PostgresStore
+
+            return PostgresStore(url, **options)
         return cls(url, **options)
 
     # --- transactions ---------------------------------------------------------------
@@ -650,6 +655,13 @@ def _ping_when_idle(engine: Engine) -> None:
             raise DisconnectionError(f"the pooled connection did not answer a ping: {exc}") from exc
         if not alive:  # SQLAlchemy before 2.0.something answers False rather than raising
             raise DisconnectionError("the pooled connection did not answer a ping")
+
+
+def _on_psycopg(url: Any) -> bool:
+    """Whether a PostgreSQL URL's engine would run on psycopg 3 (what the postgres extra installs)."""
+    if url.get_backend_name() != "postgresql":
+        return False
+    return bool(url.drivername == "postgresql+psycopg" or (url.drivername == "postgresql" and importlib.util.find_spec("psycopg")))
 
 
 def _postgres_driver() -> str:

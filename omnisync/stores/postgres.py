@@ -1,0 +1,97 @@
+"""PostgreSQL on psycopg 3: the SQL store, with a window load and an append on the driver directly.
+
+Through SQLAlchemy's Connection a window load cost about three times what psycopg takes to
+send the same statement (bench/store_floors.py): its execution machinery, and switching the
+connection to autocommit and back on every checkout. Here those two operations run the
+store's own statements, compiled once by SQLAlchemy for psycopg, on a connection of the
+engine's pool (so the pool's check of a rested connection still runs at checkout), in
+autocommit, bound and never prepared on the server (poolers); everything else is SQLStore's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg  # imported by SQLStore.from_url only when psycopg 3 is there
+from sqlalchemy.exc import SQLAlchemyError
+
+from ..errors import StoreError
+from ..messages import Message, utcnow
+from . import postgres_pooling
+from .base import check_serializable
+from .sql import APPEND, LATEST, LATEST_BEFORE, SQLStore, _micros, append_params, place_messages, rows_messages
+
+
+class Compiled:
+    """A Core statement compiled once for psycopg, with the values it binds by itself."""
+
+    def __init__(self, statement: Any, store: SQLStore) -> None:
+        compiled = statement.compile(dialect=store.engine.dialect)
+        self.sql: str = compiled.string
+        self.defaults: dict[str, Any] = {name: value for name, value in compiled.params.items() if value is not None}
+
+
+class PostgresStore(SQLStore):
+    """Messages and runs in PostgreSQL (directly or behind a transaction pooler), through psycopg 3."""
+
+    def __init__(self, url: str | None = None, **options: Any) -> None:
+        super().__init__(url, **options)
+        if self.engine.dialect.name != "postgresql" or self.engine.dialect.driver != "psycopg":
+            self.close()
+            raise StoreError(f"PostgresStore runs on psycopg 3, not {self.engine.dialect.name}+{self.engine.dialect.driver}: use SQLStore.from_url")
+        self._latest = Compiled(LATEST, self)
+        self._latest_before = Compiled(LATEST_BEFORE, self)
+        self._append = Compiled(APPEND, self)
+
+    def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        check_serializable(messages)
+        if not messages:
+            return []
+        now = utcnow()
+        written, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
+        last_seq = max(seq for (seq,) in self._rows(self._append.sql, append_params(agent, session_id, rows, _micros(now))))
+        for message in written:
+            message.seq += last_seq  # type: ignore[operator]
+        return written
+
+    def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
+        if limit <= 0:
+            return []
+        compiled = self._latest
+        params = {**compiled.defaults, "agent": agent, "session_id": session_id, "limit": limit}
+        if before_seq is not None:
+            compiled, params["before"] = self._latest_before, before_seq
+        return rows_messages(self._rows(compiled.sql, params), agent, session_id)
+
+    def _rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        """One statement, atomic on its own, in autocommit: its rows."""
+        with self._autocommit() as connection:
+            return connection.execute(sql, params).fetchall()
+
+    @contextmanager
+    def _autocommit(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in autocommit, back in the pool as it came (or dropped if it broke)."""
+        where = self._describe()
+        try:
+            pooled = self.engine.raw_connection()
+        except SQLAlchemyError as exc:
+            raise StoreError(_failed(where, exc)) from exc
+        connection: psycopg.Connection[Any] = pooled.driver_connection  # type: ignore[assignment]
+        try:
+            connection.autocommit = True
+            yield connection
+            connection.autocommit = False
+        except psycopg.Error as exc:
+            if connection.closed or connection.broken:
+                pooled.invalidate(exc)
+            else:
+                connection.autocommit = False
+            raise StoreError(_failed(where, exc)) from exc
+        finally:
+            pooled.close()  # back to the pool
+
+
+def _failed(where: str, exc: BaseException) -> str:
+    return postgres_pooling.statement_pooling_error(where, exc) or f"{where} failed: {exc.__class__.__name__}: {exc}"
