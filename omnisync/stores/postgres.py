@@ -1,4 +1,4 @@
-"""PostgreSQL on psycopg 3: the SQL store, with a window load and an append on the driver directly.
+"""PostgreSQL on psycopg 3: the SQL store, with window loads and appends on the driver directly.
 
 Through SQLAlchemy's Connection a window load cost about three times what psycopg takes to
 send the same statement (bench/store_floors.py): its execution machinery, and switching the
@@ -18,10 +18,8 @@ import psycopg  # imported by SQLStore.from_url only when psycopg 3 is there
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..errors import StoreError
-from ..messages import Message, utcnow
 from . import postgres_pooling
-from .base import check_serializable
-from .sql import APPEND, LATEST, LATEST_BEFORE, SQLStore, _micros, append_params, place_messages, rows_messages
+from .sql import APPEND, LATEST, LATEST_BEFORE, SQLStore
 
 
 class Compiled:
@@ -41,34 +39,14 @@ class PostgresStore(SQLStore):
         if self.engine.dialect.name != "postgresql" or self.engine.dialect.driver != "psycopg":
             self.close()
             raise StoreError(f"PostgresStore runs on psycopg 3, not {self.engine.dialect.name}+{self.engine.dialect.driver}: use SQLStore.from_url")
-        self._latest = Compiled(LATEST, self)
-        self._latest_before = Compiled(LATEST_BEFORE, self)
-        self._append = Compiled(APPEND, self)
+        self._compiled = {id(statement): Compiled(statement, self) for statement in (LATEST, LATEST_BEFORE, APPEND)}
 
-    def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
-        check_serializable(messages)
-        if not messages:
-            return []
-        now = utcnow()
-        written, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
-        last_seq = max(seq for (seq,) in self._rows(self._append.sql, append_params(agent, session_id, rows, _micros(now))))
-        for message in written:
-            message.seq += last_seq  # type: ignore[operator]
-        return written
-
-    def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
-        if limit <= 0:
-            return []
-        compiled = self._latest
-        params = {**compiled.defaults, "agent": agent, "session_id": session_id, "limit": limit}
-        if before_seq is not None:
-            compiled, params["before"] = self._latest_before, before_seq
-        return rows_messages(self._rows(compiled.sql, params), agent, session_id)
-
-    def _rows(self, sql: str, params: dict[str, Any]) -> list[Any]:
-        """One statement, atomic on its own, in autocommit: its rows."""
+    def _rows_of(self, statement: Any, params: dict[str, Any], write: bool = False) -> Sequence[Any]:
+        compiled = self._compiled.get(id(statement))
+        if compiled is None:
+            return super()._rows_of(statement, params, write)
         with self._autocommit() as connection:
-            return connection.execute(sql, params).fetchall()
+            return connection.execute(compiled.sql, {**compiled.defaults, **params}).fetchall()
 
     @contextmanager
     def _autocommit(self) -> Iterator[psycopg.Connection[Any]]:

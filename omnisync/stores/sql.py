@@ -245,11 +245,15 @@ class SQLStore(MemoryStore):
         data-modifying CTE the insert reads), atomic on its own: one round trip, not four."""
         now = utcnow()
         written, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
-        with self._statement(write=True) as conn:
-            last_seq = max(conn.execute(APPEND, append_params(agent, session_id, rows, _micros(now))).scalars())
+        last_seq = max(seq for (seq,) in self._rows_of(APPEND, append_params(agent, session_id, rows, _micros(now)), write=True))
         for message in written:
-            message.seq += last_seq  # type: ignore[operator]
+            message.seq += last_seq
         return written
+
+    def _rows_of(self, statement: Any, params: dict[str, Any], write: bool = False) -> Sequence[Any]:
+        """The rows of one statement, atomic on its own (PostgresStore runs the hottest on the driver)."""
+        with self._statement(write) as conn:
+            return conn.execute(statement, params).all()
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         if limit <= 0:
@@ -258,8 +262,7 @@ class SQLStore(MemoryStore):
         query = LATEST
         if before_seq is not None:
             query, params["before"] = LATEST_BEFORE, before_seq
-        with self._statement() as conn:
-            return rows_messages(conn.execute(query, params).all(), agent, session_id)
+        return rows_messages(self._rows_of(query, params), agent, session_id)
 
     def window_query(self, agent: str, session_id: str, limit: int) -> Any:
         """The statement :meth:`latest` runs, with its values bound, for EXPLAIN in tests and benchmarks."""
