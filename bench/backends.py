@@ -270,11 +270,11 @@ class RawPostgres(_RawSQL):
     window = _window_sql(_where, "%(limit)s::INTEGER")
     window_before = _window_sql(f"{_where} AND raw_messages.seq < %(before)s::INTEGER", "%(limit)s::INTEGER")
 
-    def __init__(self, conninfo: str, counter: "RoundTrips | None" = None) -> None:
+    def __init__(self, conninfo: str) -> None:
+        """What it sends is counted where psycopg sends it (``count_sql``), as ours is."""
         import psycopg
 
         super().__init__()
-        self._counter = counter
         self.conn = psycopg.connect(conninfo, autocommit=True, prepare_threshold=None)  # never prepared, as ours (poolers)
         self.conn.execute(
             """
@@ -291,20 +291,12 @@ class RawPostgres(_RawSQL):
         )
 
     def _append(self, session: str, records: list[dict[str, Any]]) -> None:
-        self._hit("WITH")
         rows = self._rows(session, records, 0, None)  # seq relative to the counter's new value
         params: dict[str, Any] = {name: [row[_AT[name]] for row in rows] for name in _APPENDED}
         params.update(agent=w.AGENT, session_id=session, step=SEQ_STEP * len(rows), now=w.micros(), seqs=[row[2] for row in rows])
         max(seq for (seq,) in self.conn.execute(self.append, params))
 
-    def _hit(self, *names: str) -> None:
-        """Counted by construction: what this code sends (psycopg adds nothing in autocommit mode)."""
-        if self._counter is not None:
-            for name in names:
-                self._counter.hit(name)
-
     def _window(self, session: str, n: int, before: int | None = None) -> list[tuple[Any, ...]]:
-        self._hit("SELECT")
         params: dict[str, Any] = {"agent": w.AGENT, "session_id": session, "status_1": "active", "limit": n}
         if before is None:
             return self.conn.execute(self.window, params).fetchall()
@@ -608,14 +600,27 @@ def mongo_listener(counter: RoundTrips) -> Any:
 
 
 def count_sql(engine: Any, counter: RoundTrips) -> None:
-    """SQLAlchemy's statements, commits, rollbacks and pool pings (each a round trip on PostgreSQL)."""
+    """Statements, commits, rollbacks and pool pings (each a round trip on PostgreSQL). On
+    PostgreSQL the statements are counted where psycopg sends them, whoever calls it (SQLAlchemy,
+    the store's own path on the driver, the raw baseline); elsewhere as SQLAlchemy runs them."""
     from sqlalchemy import event
 
     postgres = engine.dialect.name == "postgresql"
+    if postgres:
+        import psycopg
 
-    @event.listens_for(engine, "before_cursor_execute")
-    def _statement(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        counter.hit(statement.split(None, 1)[0].upper())
+        execute = psycopg.Cursor.execute
+
+        def counted(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            counter.hit(str(query).split(None, 1)[0].upper())
+            return execute(cursor, query, *args, **kwargs)
+
+        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+    else:
+
+        @event.listens_for(engine, "before_cursor_execute")
+        def _statement(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            counter.hit(statement.split(None, 1)[0].upper())
 
     def autocommit(conn: Any) -> bool:
         """In autocommit, psycopg sends no BEGIN, COMMIT or ROLLBACK, though SQLAlchemy's events fire."""

@@ -89,6 +89,7 @@ def rows(kind: str, setup: Setup, length: int, reps: int, model_url: str) -> tup
     for side in (ours, raw):
         for session in sessions:
             side.fill(session, length)
+    setup.filled()
     turn = {"ours": 0, "raw": 0}
 
     def rotating(side: str) -> str:
