@@ -59,13 +59,13 @@ class PostgresStore(SQLStore):
         connection: psycopg.Connection[Any] = pooled.driver_connection  # type: ignore[assignment]
         try:
             connection.autocommit = True
-            yield connection
-            connection.autocommit = False
+            try:
+                yield connection
+            finally:  # whatever happened: SQLAlchemy's transactions on this connection need it off
+                connection.autocommit = False
         except psycopg.Error as exc:
             if connection.closed or connection.broken:
                 pooled.invalidate(exc)
-            else:
-                connection.autocommit = False
             raise StoreError(_failed(where, exc)) from exc
         finally:
             pooled.close()  # back to the pool
