@@ -11,7 +11,6 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
 
 from backends import fresh_database, postgres_url
