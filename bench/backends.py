@@ -17,13 +17,15 @@ would stand on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
+import re
 import sqlite3
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import workload as w
@@ -126,27 +128,21 @@ class RawInProcess:
 # --- raw: SQL (sqlite3 and psycopg) ---------------------------------------------------
 
 _COLUMNS = "agent, session_id, seq, role, content, tool_calls, tool_call_id, name, status, run_id, tokens, created_at_us, metadata"
+# What a load reads: the columns the store reads, in its order (omnisync.stores.sql.MESSAGE_COLUMNS),
+# not the three its WHERE clause fixes. tests/test_bench_baselines.py holds every raw SQL
+# baseline to the statements the store sends (statement_shape), so a ratio compares like with like.
+_READ = ("role", "content", "tool_calls", "tool_call_id", "name", "metadata", "tokens", "run_id", "seq", "created_at_us")
+_TOKENS, _SEQ = _READ.index("tokens"), _READ.index("seq")
+_AT = {name: i for i, name in enumerate(_COLUMNS.split(", "))}
+_APPENDED = ("role", "content", "tool_calls", "tool_call_id", "name", "status", "run_id", "tokens", "metadata")
 
 
 class _RawSQL:
-    """The SQL store's work in plain SQL: a counter row upserted with RETURNING, then the rows."""
-
-    mark = "?"
+    """The SQL store's work in the SQL it sends, on tables of the baseline's own (``raw_``)."""
 
     def __init__(self) -> None:
         self._next: dict[str, int] = {}
         self._pairs = itertools.cycle([[w.record(i, "") for i in (j, j + 1)] for j in range(0, 128, 2)])
-        m = self.mark
-        marks = ", ".join([m] * 13)
-        self.upsert = (
-            f"INSERT INTO raw_sessions (agent, session_id, last_seq, updated_at_us) VALUES ({m}, {m}, {m}, {m}) "
-            "ON CONFLICT (agent, session_id) DO UPDATE SET last_seq = raw_sessions.last_seq + excluded.last_seq, "
-            "updated_at_us = excluded.updated_at_us RETURNING last_seq"
-        )
-        self.insert = f"INSERT INTO raw_messages ({_COLUMNS}) VALUES ({marks})"
-        base = f"SELECT {_COLUMNS} FROM raw_messages WHERE agent = {m} AND session_id = {m} AND status = {m}"
-        self.window = f"{base} ORDER BY seq DESC LIMIT {m}"
-        self.window_before = f"{base} AND seq < {m} ORDER BY seq DESC LIMIT {m}"
 
     def _rows(self, session: str, records: list[dict[str, Any]], last: int, now: Any) -> list[tuple[Any, ...]]:
         first = last - SEQ_STEP * (len(records) - 1)
@@ -168,34 +164,45 @@ class _RawSQL:
     def write(self, session: str) -> None:
         self._append(session, next(self._pairs))
 
-    def _select(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    def _window(self, session: str, n: int, before: int | None = None) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
     def load(self, session: str, n: int) -> list[tuple[Any, ...]]:
-        return self._select(self.window, (w.AGENT, session, "active", n))[::-1]
+        return self._window(session, n)[::-1]
 
     def tokens(self, session: str, budget: int) -> list[tuple[Any, ...]]:
         chosen: list[tuple[Any, ...]] = []
         spent, before = 0, None
         while True:
-            if before is None:
-                page = self._select(self.window, (w.AGENT, session, "active", TOKEN_PAGE))
-            else:
-                page = self._select(self.window_before, (w.AGENT, session, "active", before, TOKEN_PAGE))
+            page = self._window(session, TOKEN_PAGE, before)
             for row in page:
-                spent += max(row[10], 1)
+                spent += max(row[_TOKENS], 1)
                 if spent > budget:
                     return chosen[::-1]
                 chosen.append(row)
             if len(page) < TOKEN_PAGE:
                 return chosen[::-1]
-            before = page[-1][2]
+            before = page[-1][_SEQ]
+
+
+def _window_sql(where: str, limit: str) -> str:
+    read = ", ".join(f"raw_messages.{name}" for name in _READ)
+    return f"SELECT {read} FROM raw_messages WHERE {where} ORDER BY raw_messages.seq DESC LIMIT {limit}"
 
 
 class RawSQLite(_RawSQL):
     """Plain ``sqlite3``, the same pragmas as ours (WAL, synchronous=NORMAL), the same tables and index."""
 
     label = "raw sqlite3"
+    # The statements SQLAlchemy compiles for the store (an OFFSET bound to 0 with every LIMIT).
+    upsert = (
+        "INSERT INTO raw_sessions (agent, session_id, last_seq, updated_at_us) VALUES (?, ?, ?, ?) ON CONFLICT (agent, session_id) "
+        "DO UPDATE SET last_seq = (raw_sessions.last_seq + ?), updated_at_us = ? RETURNING last_seq"
+    )
+    insert = f"INSERT INTO raw_messages ({_COLUMNS}) VALUES ({', '.join('?' * 13)})"
+    _where = "raw_messages.agent = ? AND raw_messages.session_id = ? AND raw_messages.status = ?"
+    window = _window_sql(_where, "? OFFSET ?")
+    window_before = _window_sql(f"{_where} AND raw_messages.seq < ?", "? OFFSET ?")
 
     def __init__(self, path: str, counter: "RoundTrips | None" = None) -> None:
         super().__init__()
@@ -224,32 +231,51 @@ class RawSQLite(_RawSQL):
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            last = conn.execute(self.upsert, (w.AGENT, session, SEQ_STEP * len(records), now)).fetchone()[0]
+            step = SEQ_STEP * len(records)
+            last = conn.execute(self.upsert, (w.AGENT, session, step, now, step, now)).fetchone()[0]
             conn.executemany(self.insert, self._rows(session, records, last, now))
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
 
-    def _select(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        return self.conn.execute(sql, params).fetchall()
+    def _window(self, session: str, n: int, before: int | None = None) -> list[tuple[Any, ...]]:
+        if before is None:
+            return self.conn.execute(self.window, (w.AGENT, session, "active", n, 0)).fetchall()
+        return self.conn.execute(self.window_before, (w.AGENT, session, "active", before, n, 0)).fetchall()
 
     def close(self) -> None:
         self.conn.close()
 
 
 class RawPostgres(_RawSQL):
-    """Plain ``psycopg`` 3 on one connection: a write is one transaction, a read one autocommit statement."""
+    """Plain ``psycopg`` 3 on one connection in autocommit, unprepared: a write and a read are one statement each,
+    the store's own (its one-statement append; the window SELECT as SQLAlchemy renders it, casts and all)."""
 
     label = "raw psycopg"
-    mark = "%s"
+    append = (
+        "WITH counter AS (INSERT INTO raw_sessions (agent, session_id, last_seq, updated_at_us) "
+        "VALUES (%(agent)s, %(session_id)s, %(step)s, %(now)s) ON CONFLICT (agent, session_id) DO UPDATE "
+        "SET last_seq = raw_sessions.last_seq + excluded.last_seq, updated_at_us = excluded.updated_at_us RETURNING last_seq) "
+        f"INSERT INTO raw_messages (agent, session_id, seq, {', '.join(_APPENDED)}, created_at_us) "
+        f"SELECT %(agent)s, %(session_id)s, counter.last_seq + given.seq, {', '.join('given.' + c for c in _APPENDED)}, %(now)s "
+        "FROM counter, unnest(CAST(%(seqs)s AS INTEGER[]), "
+        + ", ".join(f"CAST(%({c})s AS {'INTEGER' if c == 'tokens' else 'TEXT'}[])" for c in _APPENDED)
+        + f") AS given(seq, {', '.join(_APPENDED)}) RETURNING seq"
+    )
+    _where = (
+        "raw_messages.agent = %(agent)s::VARCHAR AND raw_messages.session_id = %(session_id)s::VARCHAR "
+        "AND raw_messages.status = %(status_1)s::VARCHAR"
+    )
+    window = _window_sql(_where, "%(limit)s::INTEGER")
+    window_before = _window_sql(f"{_where} AND raw_messages.seq < %(before)s::INTEGER", "%(limit)s::INTEGER")
 
-    def __init__(self, conninfo: str, counter: "RoundTrips | None" = None) -> None:
+    def __init__(self, conninfo: str) -> None:
+        """What it sends is counted where psycopg sends it (``count_sql``), as ours is."""
         import psycopg
 
         super().__init__()
-        self._counter = counter
-        self.conn = psycopg.connect(conninfo, autocommit=True)
+        self.conn = psycopg.connect(conninfo, autocommit=True, prepare_threshold=None)  # never prepared, as ours (poolers)
         self.conn.execute(
             """
             CREATE TABLE IF NOT EXISTS raw_sessions (
@@ -265,22 +291,16 @@ class RawPostgres(_RawSQL):
         )
 
     def _append(self, session: str, records: list[dict[str, Any]]) -> None:
-        now = w.micros()
-        self._hit("BEGIN", "INSERT", "INSERT (executemany, one pipeline)", "COMMIT")
-        with self.conn.transaction():
-            with self.conn.cursor() as cur:
-                last = cur.execute(self.upsert, (w.AGENT, session, SEQ_STEP * len(records), now)).fetchone()[0]
-                cur.executemany(self.insert, self._rows(session, records, last, now))
+        rows = self._rows(session, records, 0, None)  # seq relative to the counter's new value
+        params: dict[str, Any] = {name: [row[_AT[name]] for row in rows] for name in _APPENDED}
+        params.update(agent=w.AGENT, session_id=session, step=SEQ_STEP * len(rows), now=w.micros(), seqs=[row[2] for row in rows])
+        max(seq for (seq,) in self.conn.execute(self.append, params))
 
-    def _hit(self, *names: str) -> None:
-        """Counted by construction: what this code sends (psycopg adds nothing in autocommit mode)."""
-        if self._counter is not None:
-            for name in names:
-                self._counter.hit(name)
-
-    def _select(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        self._hit("SELECT")
-        return self.conn.execute(sql, params).fetchall()
+    def _window(self, session: str, n: int, before: int | None = None) -> list[tuple[Any, ...]]:
+        params: dict[str, Any] = {"agent": w.AGENT, "session_id": session, "status_1": "active", "limit": n}
+        if before is None:
+            return self.conn.execute(self.window, params).fetchall()
+        return self.conn.execute(self.window_before, {**params, "before": before}).fetchall()
 
     def close(self) -> None:
         self.conn.close()
@@ -580,14 +600,27 @@ def mongo_listener(counter: RoundTrips) -> Any:
 
 
 def count_sql(engine: Any, counter: RoundTrips) -> None:
-    """SQLAlchemy's statements, commits, rollbacks and pool pings (each a round trip on PostgreSQL)."""
+    """Statements, commits, rollbacks and pool pings (each a round trip on PostgreSQL). On
+    PostgreSQL the statements are counted where psycopg sends them, whoever calls it (SQLAlchemy,
+    the store's own path on the driver, the raw baseline); elsewhere as SQLAlchemy runs them."""
     from sqlalchemy import event
 
     postgres = engine.dialect.name == "postgresql"
+    if postgres:
+        import psycopg
 
-    @event.listens_for(engine, "before_cursor_execute")
-    def _statement(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        counter.hit(statement.split(None, 1)[0].upper())
+        execute = psycopg.Cursor.execute
+
+        def counted(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            counter.hit(str(query).split(None, 1)[0].upper())
+            return execute(cursor, query, *args, **kwargs)
+
+        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+    else:
+
+        @event.listens_for(engine, "before_cursor_execute")
+        def _statement(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            counter.hit(statement.split(None, 1)[0].upper())
 
     def autocommit(conn: Any) -> bool:
         """In autocommit, psycopg sends no BEGIN, COMMIT or ROLLBACK, though SQLAlchemy's events fire."""
@@ -615,3 +648,48 @@ def count_sql(engine: Any, counter: RoundTrips) -> None:
         return ping(dbapi_connection)
 
     engine.dialect.do_ping = counted_ping
+
+
+# --- what each side sends ----------------------------------------------------------------
+
+_LITERAL = re.compile(r"'(?:[^']|'')*'|\b\d+\b|\bNULL\b")
+_QUALIFIER = re.compile(r"\b(?:raw|omnisync)_\w+\.(?=\w)")
+
+
+def statement_shape(sql: str) -> str:
+    """A statement with its values as ``?`` (sqlite3's trace shows them inline), its column
+    names unqualified, one space between words, and the baseline's ``raw_`` tables named as
+    the store's: two sides sending the same statement have the same shape."""
+    sql = _QUALIFIER.sub("", _LITERAL.sub("?", sql))
+    return " ".join(sql.replace("raw_", "omnisync_").split())
+
+
+@contextlib.contextmanager
+def sent_statements(sqlite_connections: Sequence[sqlite3.Connection] = ()) -> Iterator[list[str]]:
+    """Every statement sent meanwhile: what psycopg's cursors execute (ours through SQLAlchemy
+    and the raw baseline alike) and what the given sqlite3 connections run (an executemany
+    runs one per row)."""
+    sent: list[str] = []
+    for connection in sqlite_connections:
+        connection.set_trace_callback(sent.append)
+    restore = None
+    try:
+        import psycopg
+
+        execute = psycopg.Cursor.execute
+
+        def recorded(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            sent.append(query if isinstance(query, str) else repr(query))
+            return execute(self, query, *args, **kwargs)
+
+        psycopg.Cursor.execute = recorded  # type: ignore[method-assign]
+        restore = lambda: setattr(psycopg.Cursor, "execute", execute)  # noqa: E731
+    except ImportError:
+        pass
+    try:
+        yield sent
+    finally:
+        for connection in sqlite_connections:
+            connection.set_trace_callback(None)
+        if restore is not None:
+            restore()

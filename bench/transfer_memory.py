@@ -145,8 +145,20 @@ class PostgresPlace:
         with self.admin.connect() as conn:
             conn.execute(sa.text(statement))
 
-    def _drop(self, name: str) -> None:
-        self._sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    def _drop(self, name: str, seconds: float = 30.0) -> None:
+        """Tried again while the server refuses: FORCE cannot end an autovacuum worker that a
+        large write started on the database (another role's process); it ends by itself."""
+        import sqlalchemy as sa
+
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                self._sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                break
+            except sa.exc.ProgrammingError as exc:
+                if "must be a member of the role" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
         self.made.discard(name)
 
     def _fresh(self, name: str) -> Spec:

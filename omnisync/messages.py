@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
@@ -62,8 +62,12 @@ class Message:
         return chat
 
     def placed(self, *, agent: str, session_id: str, seq: int, created_at: datetime) -> "Message":
-        """This message as the store has written it."""
-        return replace(self, agent=agent, session_id=session_id, seq=seq, created_at=created_at)
+        """This message as the store has written it (built directly: ``replace`` costs several times more,
+        and a bulk import places every message it writes)."""
+        return Message(
+            self.role, self.content, self.tool_calls, self.tool_call_id, self.name, self.metadata, self.tokens, self.run_id,
+            agent, session_id, seq, self.status, created_at,
+        )
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-ready dict of every field (for document and key-value stores)."""

@@ -5,12 +5,14 @@ import multiprocessing
 import uuid
 from datetime import timedelta
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
 from omnisync.errors import StoreError
 from omnisync.messages import utcnow
 from omnisync.run_record import RunRecord
+from omnisync.stores.postgres import PostgresStore
 from omnisync.stores.sql import SQLStore
 import backends
 from backends import fresh_database, pgbouncer_url, postgres_url, unreachable
@@ -51,18 +53,23 @@ def pg_url(request, own_database):
     return own_database(_reachable("PostgreSQL through PgBouncer", pgbouncer_url()))
 
 
+@pytest.fixture(params=[PostgresStore, SQLStore], ids=["psycopg-path", "sqlalchemy-path"])
+def store_class(request):
+    return request.param
+
+
 @pytest.fixture
-def store(pg_url):
+def store(pg_url, store_class):
     """A fresh store: the tables of this process's database, emptied before each test."""
-    with SQLStore(pg_url) as store:
+    with store_class(pg_url) as store:
         with store.engine.begin() as conn:
             conn.execute(sa.text("TRUNCATE omnisync_messages, omnisync_sessions, omnisync_runs, omnisync_run_events"))
         yield store
 
 
 @pytest.fixture
-def store_opener(pg_url):
-    return functools.partial(SQLStore, pg_url)
+def store_opener(pg_url, store_class):
+    return functools.partial(store_class, pg_url)
 
 
 class TestPostgresStore(SharedStoreContract):
@@ -77,6 +84,16 @@ class TestPostgresStore(SharedStoreContract):
             plan = "\n".join(row[0] for row in conn.execute(sa.text(f"EXPLAIN {compiled}")))
         assert "ix_omnisync_messages_window" in plan and "Sort" not in plan, plan
         assert "Limit" in plan
+
+    def test_an_append_sends_one_statement_compiled_once_whatever_its_size(self, store, monkeypatch):
+        sent: list[str] = []
+        execute = psycopg.Cursor.execute
+        monkeypatch.setattr(psycopg.Cursor, "execute", lambda cursor, query, *args, **kw: (sent.append(query), execute(cursor, query, *args, **kw))[1])
+        store.append(AGENT, "s", [user("a")])
+        store.append(AGENT, "s", [user("b"), user("c"), user("d")])
+        store.append(AGENT, "other", [user("e"), user("f")])
+        assert len(sent) == 3 and len(set(sent)) == 1, sent  # the same text: SQLAlchemy's cache hits
+        assert [(m.content, m.seq) for m in store.history(AGENT, "s")] == [("a", 2), ("b", 4), ("c", 6), ("d", 8)]
 
     @pytest.mark.parametrize("filters, index", [({}, "page"), ({"status": "completed"}, "by_status"), ({"session_id": "s1"}, "by_session")])
     @pytest.mark.parametrize("from_cursor", [False, True])
@@ -215,3 +232,21 @@ def test_several_processes_creating_the_schema_at_once_all_succeed(find_url, old
 def _open_store_at(url: str, go) -> None:
     go.wait(60)
     SQLStore(url).close()
+
+
+def test_the_driver_path_hands_its_connection_back_out_of_autocommit(pg_url, monkeypatch):
+    """PostgresStore runs its statements in autocommit; a connection left so would run the next
+    SQLAlchemy transaction's statements one by one, each committed on its own."""
+    with PostgresStore(pg_url) as store:
+        with pytest.raises(StoreError):
+            store.append(AGENT, "s", [user("a NUL \x00 inside")])  # refused by the driver
+        with monkeypatch.context() as patched:
+            patched.setattr(psycopg.Cursor, "fetchall", lambda cursor: (_ for _ in ()).throw(RuntimeError("not the driver's")))
+            with pytest.raises(RuntimeError):
+                store.window(AGENT, "s", max_messages=5)
+        pooled = store.engine.raw_connection()
+        try:
+            assert pooled.driver_connection.autocommit is False
+        finally:
+            pooled.close()
+        assert store.append(AGENT, "s", [user("kept")])[0].seq == 2  # the refused write took no seq

@@ -173,7 +173,13 @@ class SQLStore(MemoryStore):
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> "SQLStore":
-        """This class on ``url`` (``MemoryRouter("sql")`` opens a SQLite URL as :class:`~omnisync.stores.sqlite.SQLiteStore`)."""
+        """This class on ``url``, or PostgreSQL's subclass when the URL's engine runs on psycopg 3 (a
+        driver's choice; ``MemoryRouter("sql")`` opens a SQLite URL as :class:`~omnisync.stores.sqlite.SQLiteStore`,
+        the registry's choice)."""
+        if cls is SQLStore and _on_psycopg(make_url(url)):
+            from .postgres import PostgresStore
+
+            return PostgresStore(url, **options)
         return cls(url, **options)
 
     # --- transactions ---------------------------------------------------------------
@@ -238,12 +244,16 @@ class SQLStore(MemoryStore):
         """PostgreSQL: the counter's upsert and the rows' insert as one statement (the upsert a
         data-modifying CTE the insert reads), atomic on its own: one round trip, not four."""
         now = utcnow()
-        _, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
-        step = SEQ_STEP * len(messages)
-        with self._statement(write=True) as conn:
-            seqs = conn.execute(_append_statement(agent, session_id, rows, step, _micros(now))).scalars().all()
-        written, _ = place_messages(agent, session_id, messages, max(seqs), now)
+        written, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
+        last_seq = max(seq for (seq,) in self._rows_of(APPEND, append_params(agent, session_id, rows, _micros(now)), write=True))
+        for message in written:
+            message.seq += last_seq
         return written
+
+    def _rows_of(self, statement: Any, params: dict[str, Any], write: bool = False) -> Sequence[Any]:
+        """The rows of one statement, atomic on its own (PostgresStore runs the hottest on the driver)."""
+        with self._statement(write) as conn:
+            return conn.execute(statement, params).all()
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         if limit <= 0:
@@ -252,8 +262,7 @@ class SQLStore(MemoryStore):
         query = LATEST
         if before_seq is not None:
             query, params["before"] = LATEST_BEFORE, before_seq
-        with self._statement() as conn:
-            return rows_messages(conn.execute(query, params).all(), agent, session_id)
+        return rows_messages(self._rows_of(query, params), agent, session_id)
 
     def window_query(self, agent: str, session_id: str, limit: int) -> Any:
         """The statement :meth:`latest` runs, with its values bound, for EXPLAIN in tests and benchmarks."""
@@ -490,29 +499,35 @@ def place_messages(
     now = now or utcnow()
     first = last_seq - SEQ_STEP * (len(messages) - 1)
     written = [m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now) for i, m in enumerate(messages)]
-    return written, [message_row(m) for m in written]
+    now_us = _micros(now)  # once: converting a time costs more than the rest of a row
+    return written, [message_row(m, now_us) for m in written]
 
 
-_APPENDED = ("role", "content", "tool_calls", "tool_call_id", "name", "status", "run_id", "tokens", "created_at_us", "metadata")
+# PostgreSQL's append, one statement whatever the number of messages: the counter's upsert a
+# data-modifying CTE, the rows one array a column (unnest), so its text never changes and
+# SQLAlchemy compiles it once; a statement built from the rows' values compiled anew each call.
+# Bound, not prepared on the server (poolers). Seqs in ``seqs`` are relative to the counter's new value.
+APPEND_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "name", "status", "run_id", "tokens", "metadata")
+_ARRAY_TYPES = {"tokens": "INTEGER[]"}
+APPEND_SQL = (
+    "WITH counter AS ("
+    "INSERT INTO omnisync_sessions (agent, session_id, last_seq, updated_at_us) VALUES (:agent, :session_id, :step, :now) "
+    "ON CONFLICT (agent, session_id) DO UPDATE SET last_seq = omnisync_sessions.last_seq + excluded.last_seq, "
+    "updated_at_us = excluded.updated_at_us RETURNING last_seq) "
+    f"INSERT INTO omnisync_messages (agent, session_id, seq, {', '.join(APPEND_COLUMNS)}, created_at_us) "
+    f"SELECT :agent, :session_id, counter.last_seq + given.seq, {', '.join('given.' + name for name in APPEND_COLUMNS)}, :now "
+    "FROM counter, unnest(CAST(:seqs AS INTEGER[]), "
+    + ", ".join(f"CAST(:{name} AS {_ARRAY_TYPES.get(name, 'TEXT[]')})" for name in APPEND_COLUMNS)
+    + f") AS given(seq, {', '.join(APPEND_COLUMNS)}) RETURNING seq"
+)
+APPEND = sa.text(APPEND_SQL)
 
 
-def _append_statement(agent: str, session_id: str, rows: Sequence[dict[str, Any]], step: int, now_us: int) -> Any:
-    """PostgreSQL's one-statement append: rows numbered relative to the counter's new value."""
-    table, messages = schema.sessions, schema.messages
-    counter = (
-        _postgresql.insert(table)
-        .values(agent=agent, session_id=session_id, last_seq=step, updated_at_us=now_us)
-        .on_conflict_do_update(index_elements=["agent", "session_id"], set_={"last_seq": table.c.last_seq + step, "updated_at_us": now_us})
-        .returning(table.c.last_seq)
-        .cte("counter")
-    )
-    given = sa.values(
-        sa.column("seq", sa.Integer), *(sa.column(name, messages.c[name].type) for name in _APPENDED), name="given"
-    ).data([tuple(row[name] for name in ("seq", *_APPENDED)) for row in rows])
-    placed = sa.select(
-        sa.literal(agent, sa.String), sa.literal(session_id, sa.String), counter.c.last_seq + given.c.seq, *(given.c[name] for name in _APPENDED)
-    ).select_from(counter.join(given, sa.true()))
-    return messages.insert().from_select(["agent", "session_id", "seq", *_APPENDED], placed).returning(messages.c.seq).add_cte(counter)
+def append_params(agent: str, session_id: str, rows: Sequence[dict[str, Any]], now_us: int) -> dict[str, Any]:
+    """APPEND's values for ``rows`` (of :func:`message_row`, numbered relative to the counter)."""
+    params: dict[str, Any] = {name: [row[name] for row in rows] for name in APPEND_COLUMNS}
+    params.update(agent=agent, session_id=session_id, step=SEQ_STEP * len(rows), now=now_us, seqs=[row["seq"] for row in rows])
+    return params
 
 
 _e = schema.run_events.c
@@ -664,6 +679,13 @@ def _said_something(dbapi_connection: Any) -> bool:
         return True
 
 
+def _on_psycopg(url: Any) -> bool:
+    """Whether a PostgreSQL URL's engine would run on psycopg 3 (what the postgres extra installs)."""
+    if url.get_backend_name() != "postgresql":
+        return False
+    return bool(url.drivername == "postgresql+psycopg" or (url.drivername == "postgresql" and importlib.util.find_spec("psycopg")))
+
+
 def _postgres_driver() -> str:
     try:
         import psycopg  # noqa: F401
@@ -718,7 +740,8 @@ def _session_key(agent: str, session_id: str) -> Any:
     return (schema.messages.c.agent == agent) & (schema.messages.c.session_id == session_id)
 
 
-def message_row(message: Message) -> dict[str, Any]:
+def message_row(message: Message, created_at_us: int | None = None) -> dict[str, Any]:
+    """The message's column values; ``created_at_us`` its time in µs, if the caller has it already."""
     content, metadata = message.content, message.metadata
     if isinstance(content, list):
         content, metadata = json.dumps(content, ensure_ascii=False), {**metadata, _CONTENT_PARTS: True}
@@ -736,7 +759,7 @@ def message_row(message: Message) -> dict[str, Any]:
         "status": message.status,
         "run_id": message.run_id,
         "tokens": message.tokens,
-        "created_at_us": _micros(message.created_at),  # type: ignore[arg-type]
+        "created_at_us": _micros(message.created_at) if created_at_us is None else created_at_us,  # type: ignore[arg-type]
         "metadata": json.dumps(metadata, ensure_ascii=False) if metadata else None,
     }
 

@@ -85,15 +85,14 @@ class SQLiteStore(SQLStore):
         check_serializable(messages)
         if not messages:
             return []
+        return self._write(lambda cursor: self._append_in(cursor, agent, session_id, messages))
+
+    def _append_in(self, cursor: sqlite3.Cursor, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
         counter = self._upsert_counter_sql.args(counter_params(agent, session_id, len(messages)))
-
-        def write(cursor: sqlite3.Cursor) -> list[Message]:
-            last_seq = cursor.execute(self._upsert_counter_sql.sql, counter).fetchone()[0]
-            written, rows = place_messages(agent, session_id, messages, last_seq)
-            cursor.executemany(self._insert_message.sql, [self._insert_message.args(row) for row in rows])
-            return written
-
-        return self._write(write)
+        last_seq = cursor.execute(self._upsert_counter_sql.sql, counter).fetchone()[0]
+        written, rows = place_messages(agent, session_id, messages, last_seq)
+        cursor.executemany(self._insert_message.sql, [self._insert_message.args(row) for row in rows])
+        return written
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         if limit <= 0:
@@ -105,7 +104,28 @@ class SQLiteStore(SQLStore):
         return rows_messages(self._read(prepared.sql, prepared.args(params)), agent, session_id)
 
     def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
-        saved = record.evolve(version=(expected_version or 0) + 1)
+        return self._write(lambda cursor: self._save(cursor, record, expected_version))
+
+    def save_runs(self, saves: Sequence[tuple[RunRecord, int | None]]) -> list[RunRecord]:
+        """Every save in one write transaction: all of them, or none when one does not fit."""
+        return self._write(lambda cursor: [self._save(cursor, record, expected) for record, expected in saves])
+
+    def append_and_save_run(
+        self, agent: str, session_id: str, messages: Sequence[Message], record: RunRecord, expected_version: int | None
+    ) -> tuple[list[Message], RunRecord]:
+        """The messages and the record in one write transaction: both, or neither when the record does not fit."""
+        check_serializable(messages)
+
+        def write(cursor: sqlite3.Cursor) -> tuple[list[Message], RunRecord]:
+            written = self._append_in(cursor, agent, session_id, messages) if messages else []
+            first_seq = written[0].seq if written and record.first_written_seq is None else record.first_written_seq
+            return written, self._save(cursor, record, expected_version, first_written_seq=first_seq)
+
+        return self._write(write)
+
+    def _save(self, cursor: sqlite3.Cursor, record: RunRecord, expected_version: int | None, **changes: Any) -> RunRecord:
+        """Save ``record`` (with ``changes``) inside the caller's write; a conflict raises, which rolls it back."""
+        saved = record.evolve(version=(expected_version or 0) + 1, **changes)
         values = run_values(saved)
         values["v_created_at"] = _sqlite_time(values["v_created_at"])
         values["v_finished_at"] = _sqlite_time(values["v_finished_at"])
@@ -113,14 +133,11 @@ class SQLiteStore(SQLStore):
             prepared, params = self._insert_run, values
         else:
             prepared, params = self._update_run, {**values, **run_key(record, expected_version)}
-
-        def write(cursor: sqlite3.Cursor) -> int | None:
-            try:
-                return int(cursor.execute(prepared.sql, prepared.args(params)).rowcount)
-            except sqlite3.IntegrityError:
-                return None  # the run id is taken
-
-        if self._write(write) != 1:
+        try:
+            changed = cursor.execute(prepared.sql, prepared.args(params)).rowcount
+        except sqlite3.IntegrityError:
+            changed = 0  # the run id is taken
+        if changed != 1:
             raise run_conflict(record, expected_version)
         return saved
 

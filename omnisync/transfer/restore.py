@@ -32,10 +32,10 @@ skipped (expired, or already there with ``append``) are skipped with it.
 from __future__ import annotations
 
 from collections.abc import Iterable, KeysView
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..messages import ACTIVE, INACTIVE, Message, utcnow
+from ..messages import INACTIVE, Message, utcnow
 from ..run_record import RunRecord
 from ..stores.base import MemoryStore
 from ..errors import TransferError
@@ -304,4 +304,6 @@ def _fresh(message: Message, folded_range: tuple[int, int] | None = None) -> Mes
     info = metadata.get("summary")
     if folded_range is not None and isinstance(info, dict) and ("first_seq" in info or "last_seq" in info):
         metadata = {**metadata, "summary": {**info, "first_seq": folded_range[0], "last_seq": folded_range[1]}}
-    return replace(message, metadata=metadata, status=ACTIVE, seq=None, created_at=None, agent="", session_id="")
+    # Built directly, not with dataclasses.replace, which cost a third of a copy's time; what is
+    # not named here takes Message's defaults (active, no seq, time or session).
+    return Message(message.role, message.content, message.tool_calls, message.tool_call_id, message.name, metadata, message.tokens, message.run_id)
