@@ -35,7 +35,7 @@ from .model.client import ChatClient, Completion
 from .run_record import RunRecord
 from .stores.base import MemoryStore
 from .tokens import TokenCounter, message_tokens
-from .usage import SUMMARY, model_call
+from .usage import SUMMARY, counted_usage, model_call
 
 FOLD_MAX_MESSAGES = 400
 SUMMARY_DROPS = ("response_format", "max_tokens", "max_completion_tokens", "stop")
@@ -190,12 +190,11 @@ class Summarizer:
 
     def _summarize(self, folded: list[Message], store: MemoryStore, run_id: str | None) -> str:
         transcript = "\n".join(_transcript_line(m) for m in folded)
+        messages = [{"role": "system", "content": self.config.summary_instructions or SUMMARY_INSTRUCTION}, {"role": "user", "content": transcript}]
         completion = self.client.complete(
-            [{"role": "system", "content": self.config.summary_instructions or SUMMARY_INSTRUCTION}, {"role": "user", "content": transcript}],
-            sampling=summary_sampling(self.client.config.sampling, self.config.summary_max_tokens),
-            model=self.model,
+            messages, sampling=summary_sampling(self.client.config.sampling, self.config.summary_max_tokens), model=self.model
         )
-        self._count_usage(store, run_id, completion)
+        self._count_usage(store, run_id, completion, messages)
         if completion.finish_reason == "length":
             raise OmnisyncError("the summary was cut off by the model's output limit (finish_reason 'length')")
         text = (completion.content or "").strip().removeprefix(SUMMARY_PREFIX).strip()
@@ -203,11 +202,13 @@ class Summarizer:
             raise OmnisyncError("the model returned an empty summary")
         return text
 
-    def _count_usage(self, store: MemoryStore, run_id: str | None, completion: Completion) -> None:
+    def _count_usage(self, store: MemoryStore, run_id: str | None, completion: Completion, messages: list[dict[str, Any]]) -> None:
         if run_id is None:
             return
+        prompt_tokens = [] if completion.usage else [message_tokens(self.counter, m) for m in messages]
+        usage = counted_usage(completion.usage, self.counter, prompt_tokens, completion.message())
         try:
-            run_state.add_model_call(store, self.agent, run_id, model_call(SUMMARY, completion.usage, completion.model))
+            run_state.add_model_call(store, self.agent, run_id, model_call(SUMMARY, usage, completion.model))
         except OmnisyncError as exc:  # the summary itself is good; only its accounting is lost
             logger.warning("could not add a summary's usage to run %s: %s", run_id, exc)
 
