@@ -115,18 +115,28 @@ def test_summary_calls_are_counted_on_the_run_that_led_to_them_on_every_backend(
     assert agent.get_session_usage("another")["runs"] == 0
 
 
-def test_a_failed_summary_still_costs_and_is_counted(monkeypatch):
-    def cut_summary(body):
+def two_runs_and_a_summary(monkeypatch, summary_answer):
+    """An agent after two runs (answered with usage) whose end led to a summary answered by ``summary_answer()``."""
+
+    def model(body):
         if body["messages"][0]["content"].startswith(SUMMARY_SYSTEM):
-            answer = completion("they tal", prompt_tokens=7, completion_tokens=3)
-            answer["choices"][0]["finish_reason"] = "length"
-            return answer
+            return summary_answer()
         return completion("noted", prompt_tokens=10, completion_tokens=2)
 
-    install(monkeypatch, cut_summary)
+    install(monkeypatch, model)
     agent = summarizing_agent()
     for text in ("one", "two"):
         agent.run(text, session_id="s")
+    return agent
+
+
+def test_a_failed_summary_still_costs_and_is_counted(monkeypatch):
+    def cut_summary():
+        answer = completion("they tal", prompt_tokens=7, completion_tokens=3)
+        answer["choices"][0]["finish_reason"] = "length"
+        return answer
+
+    agent = two_runs_and_a_summary(monkeypatch, cut_summary)
     total = agent.get_session_usage("s")
     assert total["model_calls"] == {"step": 2, "summary": 1}
     assert total["by_kind"]["summary"] == SUMMARY_USAGE
@@ -217,15 +227,7 @@ def test_a_streamed_reply_without_a_usage_chunk_is_estimated(monkeypatch):
 
 
 def test_a_summary_without_usage_is_estimated_and_the_session_total_says_so(monkeypatch):
-    def model(body):
-        if body["messages"][0]["content"].startswith(SUMMARY_SYSTEM):
-            return completion("they said one")
-        return completion("noted", prompt_tokens=10, completion_tokens=2)
-
-    install(monkeypatch, model)
-    agent = summarizing_agent()
-    for text in ("one", "two"):
-        agent.run(text, session_id="s")
+    agent = two_runs_and_a_summary(monkeypatch, lambda: completion("they said one"))
     total = agent.get_session_usage("s")
     assert total["by_kind"]["step"] == {"prompt_tokens": 20, "completion_tokens": 4, "total_tokens": 24}
     summary = total["by_kind"]["summary"]
