@@ -99,3 +99,19 @@ def test_a_tool_run_against_llama_cpps_server_is_accepted_at_every_step():
     history = [line.split(" | ")[0] for line in lines[2:]]
     assert history == ["user"] + ["assistant", "tool"] * 3 + ["user", "assistant"]
     assert lines[3] == 'assistant | add({"x": 2, "y": 3})' and lines[4] == "tool | 5"
+
+
+def served_max_tokens(**env):
+    """The output limit examples/served.py's agent sends, imported under ``env`` (only)."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith(("OPENAI_", "OMNISYNC_"))}
+    script = "import examples.served as s; print(s.agent.model_config.sampling.get('max_tokens'))"
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**environment, "OPENAI_API_KEY": "k", **env}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_served_example_reads_the_same_variables_as_the_others(tmp_path):
+    local = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OMNISYNC_SERVE_STORE": "in_memory"}
+    assert served_max_tokens(**local) == "128"  # a modest limit on a server of your own
+    assert served_max_tokens(**local, OMNISYNC_MAX_TOKENS="64") == "64"
+    assert served_max_tokens(OMNISYNC_SERVE_STORE="in_memory") == "None"  # OpenAI's models end their own turns
