@@ -12,7 +12,7 @@ from backend_routers import BACKENDS, open_router
 from fake_http import completion, install
 from fake_stream import Streamed, chunk, sse
 from fake_stream import install as install_stream
-from omnisync import ToolRegistry
+from omnisync import OmniCoreAgent, ToolRegistry
 from omnisync.router import MemoryRouter
 from omnisync.serve import create_app
 from omnisync.tokens import MESSAGE_OVERHEAD
@@ -250,4 +250,19 @@ def test_a_served_run_against_a_server_without_usage_reports_the_estimate(monkey
             session = json.loads(response.read())
     assert result["usage"]["estimated"] is True and result["usage"]["completion_tokens"] == 2
     assert session["usage"] == result["usage"]
+    agent.cleanup()
+
+
+def test_a_streamed_run_recorded_from_llama_cpp_reports_estimated_usage(omnisync_cassette, monkeypatch):
+    """stream.yaml: llama.cpp's streams carry no usage chunk, though the request asks for one."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = {"provider": "openai", "model": "gpt-5.4-mini", "max_tokens": 128, "base_url": "http://127.0.0.1:8080/v1"}
+    agent = OmniCoreAgent(name="assistant", system_instruction="You are a helpful assistant. Answer in plain text, briefly.", model_config=model)
+    with omnisync_cassette("recorded/stream"):
+        for question in ["My project is called Atlas.", "What is my project called?"]:
+            with agent.stream(question, session_id="user_123") as stream:
+                list(stream)
+            usage = stream.result["usage"]
+            assert usage["estimated"] is True and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    assert agent.get_session_usage("user_123")["usage"]["estimated"] is True
     agent.cleanup()
