@@ -8,7 +8,9 @@ from omnisync.aio import OmniCoreAgent
 
 # Any OpenAI-compatible server: OPENAI_BASE_URL, and OMNISYNC_MODEL / OMNISYNC_MAX_TOKENS (see the README).
 MODEL = os.environ.get("OMNISYNC_MODEL", "gpt-5.4-mini")
-MAX_TOKENS = int(os.environ["OMNISYNC_MAX_TOKENS"]) if os.environ.get("OMNISYNC_MAX_TOKENS") else None
+# On a server of your own, a modest output limit: a small local model may write until its context is full.
+LOCAL_LIMIT = 128 if os.environ.get("OPENAI_BASE_URL") else None
+MAX_TOKENS = int(os.environ["OMNISYNC_MAX_TOKENS"]) if os.environ.get("OMNISYNC_MAX_TOKENS") else LOCAL_LIMIT
 
 
 async def main():

@@ -64,8 +64,18 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
+_caller_loop: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar("omnisync_caller_loop", default=None)
+
+
+def caller_loop() -> asyncio.AbstractEventLoop | None:
+    """In a call run by :func:`call`, the event loop that awaits it (async tools are awaited there); else None."""
+    return _caller_loop.get()
+
+
 async def call(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """``asyncio.to_thread`` on omnisync.aio's pool: ``function`` runs with the caller's context variables."""
+    loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
+    context.run(_caller_loop.set, loop)
     bound = functools.partial(context.run, function, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(_executor(), bound)
+    return await loop.run_in_executor(_executor(), bound)

@@ -12,7 +12,8 @@ MEMORY_MODES = ("sliding_window", "token_budget")
 RETENTION_POLICIES = ("keep", "delete")
 DEFAULT_VALUE = 10_000
 MEMORY_KEYS = ("mode", "value", "summary")
-SUMMARY_KEYS = ("enabled", "retention_policy")
+SUMMARY_KEYS = ("enabled", "retention_policy", "max_tokens", "model", "instructions")
+DEFAULT_SUMMARY_MAX_TOKENS = 512  # room for a few sentences; a small local model otherwise writes until its context is full
 SUMMARY_DEFAULTS: dict[str, Any] = {"enabled": False, "retention_policy": "keep"}
 
 
@@ -22,6 +23,9 @@ class MemoryConfig:
     value: int = DEFAULT_VALUE
     summary_enabled: bool = False
     retention_policy: str = "keep"
+    summary_max_tokens: int = DEFAULT_SUMMARY_MAX_TOKENS
+    summary_model: str | None = None  # None: the agent's model
+    summary_instructions: str | None = None  # None: the summarizer's own prompt
 
     @property
     def max_messages(self) -> int | None:
@@ -62,4 +66,27 @@ class MemoryConfig:
             raise ConfigurationError(
                 f"Invalid retention_policy: {policy}. Must be one of: {', '.join(RETENTION_POLICIES)}"
             )
-        return cls(mode=mode, value=value, summary_enabled=enabled, retention_policy=policy)
+        max_tokens = summary.get("max_tokens", DEFAULT_SUMMARY_MAX_TOKENS)
+        if not positive_int(max_tokens):
+            raise ConfigurationError(
+                f"memory_config summary max_tokens must be a positive whole number of tokens a summary may take "
+                f"(default {DEFAULT_SUMMARY_MAX_TOKENS}), not {max_tokens!r}"
+            )
+        return cls(
+            mode=mode,
+            value=value,
+            summary_enabled=enabled,
+            retention_policy=policy,
+            summary_max_tokens=max_tokens,
+            summary_model=_optional_text(summary, "model", "a model name of the agent's endpoint; leave it out to use the agent's model"),
+            summary_instructions=_optional_text(summary, "instructions", "the summarizer's prompt; leave it out for the default"),
+        )
+
+
+def _optional_text(summary: dict[str, Any], key: str, what: str) -> str | None:
+    value = summary.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"memory_config summary {key} must be a non-empty string ({what}), not {value!r}")
+    return value

@@ -34,7 +34,8 @@ class Usage(TypedDict, total=False):
     """Tokens used, summed; a key is missing when the server never reported it.
 
     The ``*_details`` objects are the server's breakdowns (``cached_tokens``,
-    ``reasoning_tokens``...), field by field as it sent them.
+    ``reasoning_tokens``...), field by field as it sent them. ``estimated`` is True when the
+    server sent no usage for a call and omnisync counted it with the agent's token counter.
     """
 
     prompt_tokens: int
@@ -42,6 +43,7 @@ class Usage(TypedDict, total=False):
     total_tokens: int
     prompt_tokens_details: dict[str, int]
     completion_tokens_details: dict[str, int]
+    estimated: bool
 
 
 class _ModelCallUsageKeys(TypedDict):

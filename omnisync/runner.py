@@ -56,7 +56,7 @@ from .run_state import KEEPER, Watch
 from .storable import MAX_ID_LENGTH, storable_reply, storable_tool_result
 from .stores.base import MemoryStore
 from .tools import ToolRegistry
-from .usage import STEP, add_usage, model_call
+from .usage import STEP, add_usage, counted_usage, model_call
 
 _RUN_MESSAGES_PAGE = 64
 _NO_OUTPUT = object()  # a run without an output_type: its result has no "output"
@@ -423,7 +423,7 @@ class Runner:
                 raise TypeError(f"the run loop needs the Completion of its model call, not {completion!r}")
             if context.cancelled:  # asked to stop while the model answered: its text is kept, marked partial; no tool runs
                 return (yield from self._stop_as_asked(store, context, completion))
-            self._count_usage(context, completion)
+            self._count_usage(context, completion, prompt.tokens)
             yield ModelCallFinished(context.record.run_id, step, completion)
             if completion.finish_reason == TRUNCATED:
                 logger.warning(
@@ -595,10 +595,14 @@ class Runner:
             return f"it ended the run: {now.error}"
         return f"it may have closed the run after its lease of run_lease_seconds={self.config.run_lease_seconds} ran out"
 
-    def _count_usage(self, context: RunContext, completion: Completion) -> None:
+    def _count_usage(self, context: RunContext, completion: Completion, prompt_tokens: list[int] | None = None) -> None:
+        """Add the call's usage to the record: the server's, else counted (see :func:`omnisync.usage.counted_usage`)."""
+        if prompt_tokens is None and not completion.usage:
+            prompt_tokens = self.prompt.build(context.history, context.current).tokens
+        usage = counted_usage(completion.usage, self.prompt.counter, prompt_tokens or [], completion.message(), self.tools.schemas())
         context.record = context.record.evolve(
-            usage=add_usage(context.record.usage, completion.usage),
-            model_calls=[*context.record.model_calls, model_call(STEP, completion.usage, completion.model)],
+            usage=add_usage(context.record.usage, usage),
+            model_calls=[*context.record.model_calls, model_call(STEP, usage, completion.model)],
             step=context.record.step + 1,
             finish_reason=completion.finish_reason,
         )

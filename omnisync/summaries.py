@@ -8,8 +8,10 @@ claims the range with a record in the store first, so two processes never both p
 model call, and the store's compare-and-set makes sure only one summary is ever written.
 A summary the model did not finish (cut off by its output limit) or left empty is a failed
 summary: nothing changes, a warning is logged, and the next run tries again. A summary call
-is sent the agent's model and sampling, but none of the run's output settings (``SUMMARY_DROPS``):
-a summary is plain text of its own length.
+is sent the agent's sampling, but none of the run's output settings (``SUMMARY_DROPS``): a summary
+is plain text under its own limit, ``memory_config["summary"]["max_tokens"]`` (512 unless set;
+sent as ``max_completion_tokens`` when the agent's model_config uses that field), with its own
+``model`` and ``instructions`` when they are set.
 
 Each summary call's usage, a failed summary's too, is added to the ``model_calls`` of the run
 whose end scheduled the fold (kind ``"summary"``), so a session's run records add up to all
@@ -33,7 +35,7 @@ from .model.client import ChatClient
 from .model.completion import Completion
 from .stores.base import MemoryStore
 from .tokens import TokenCounter, message_tokens
-from .usage import SUMMARY, model_call
+from .usage import SUMMARY, counted_usage, model_call
 
 FOLD_MAX_MESSAGES = 400
 SUMMARY_DROPS = ("response_format", "max_tokens", "max_completion_tokens", "stop")
@@ -68,6 +70,10 @@ class Summarizer:
     @property
     def enabled(self) -> bool:
         return self.config.summary_enabled
+
+    @property
+    def model(self) -> str:
+        return self.config.summary_model or self.client.config.model
 
     def schedule(self, session_id: str, run_id: str | None = None) -> None:
         """Fold ``session_id`` in the background if its history has outgrown the window; ``run_id`` pays for it."""
@@ -164,7 +170,7 @@ class Summarizer:
             summary = Message(
                 role="user",
                 content=content,
-                metadata={"summary": {"first_seq": first, "last_seq": last, "folded": len(folded), "model": self.client.config.model}},
+                metadata={"summary": {"first_seq": first, "last_seq": last, "folded": len(folded), "model": self.model}},
                 tokens=message_tokens(self.counter, {"role": "user", "content": content}),
             )
             written = store.fold(
@@ -184,11 +190,11 @@ class Summarizer:
 
     def _summarize(self, folded: list[Message], store: MemoryStore, run_id: str | None) -> str:
         transcript = "\n".join(_transcript_line(m) for m in folded)
+        messages = [{"role": "system", "content": self.config.summary_instructions or SUMMARY_INSTRUCTION}, {"role": "user", "content": transcript}]
         completion = self.client.complete(
-            [{"role": "system", "content": SUMMARY_INSTRUCTION}, {"role": "user", "content": transcript}],
-            sampling=summary_sampling(self.client.config.sampling),
+            messages, sampling=summary_sampling(self.client.config.sampling, self.config.summary_max_tokens), model=self.model
         )
-        self._count_usage(store, run_id, completion)
+        self._count_usage(store, run_id, completion, messages)
         if completion.finish_reason == "length":
             raise OmnisyncError("the summary was cut off by the model's output limit (finish_reason 'length')")
         text = (completion.content or "").strip().removeprefix(SUMMARY_PREFIX).strip()
@@ -196,11 +202,13 @@ class Summarizer:
             raise OmnisyncError("the model returned an empty summary")
         return text
 
-    def _count_usage(self, store: MemoryStore, run_id: str | None, completion: Completion) -> None:
+    def _count_usage(self, store: MemoryStore, run_id: str | None, completion: Completion, messages: list[dict[str, Any]]) -> None:
         if run_id is None:
             return
+        prompt_tokens = [] if completion.usage else [message_tokens(self.counter, m) for m in messages]
+        usage = counted_usage(completion.usage, self.counter, prompt_tokens, completion.message())
         try:
-            run_state.add_model_call(store, self.agent, run_id, model_call(SUMMARY, completion.usage, completion.model))
+            run_state.add_model_call(store, self.agent, run_id, model_call(SUMMARY, usage, completion.model))
         except OmnisyncError as exc:  # the summary itself is good; only its accounting is lost
             logger.warning("could not add a summary's usage to run %s: %s", run_id, exc)
 
@@ -211,9 +219,11 @@ class Summarizer:
             logger.warning("could not record the end of a summary claim: %s", exc)
 
 
-def summary_sampling(sampling: dict[str, Any]) -> dict[str, Any]:
-    """The agent's sampling options without the ones that shape a run's answer."""
-    return {key: value for key, value in sampling.items() if key not in SUMMARY_DROPS}
+def summary_sampling(sampling: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """The agent's sampling options without the ones that shape a run's answer, and the summary's own limit."""
+    limit = "max_completion_tokens" if "max_completion_tokens" in sampling else "max_tokens"
+    kept = {key: value for key, value in sampling.items() if key not in SUMMARY_DROPS}
+    return {**kept, limit: max_tokens}
 
 
 def _transcript_line(message: Message) -> str:

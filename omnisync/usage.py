@@ -6,12 +6,20 @@ A usage is a dict of whole numbers (``prompt_tokens``, ``completion_tokens``,
 is kept on its run's record as a :data:`MODEL_CALL` entry: ``{"kind": "step" | "summary",
 "usage": {...}}`` (with ``"model"`` when the server named it). A summary call is kept on the
 record of the run whose end scheduled the fold, so a session's runs add up to all it cost.
+
+A server that sends no usage (llama.cpp's streams send no usage chunk) gets it counted with the
+agent's token counter instead (:func:`counted_usage`): the prompt's tokens, the reply's, and
+``"estimated": True``. A total with any estimated call in it is marked estimated too. What the
+server sent always wins.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from .tokens import MESSAGE_OVERHEAD, TokenCounter, message_tokens
 
 STEP = "step"  # a call of the run loop
 SUMMARY = "summary"  # a call that folded old messages into a summary
@@ -19,6 +27,7 @@ CALL_KINDS = (STEP, SUMMARY)
 
 _COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _DETAILS = ("prompt_tokens_details", "completion_tokens_details")
+ESTIMATED = "estimated"  # True on a usage counted here, not sent by the server
 
 
 def read_usage(raw: Any) -> dict[str, Any]:
@@ -35,11 +44,33 @@ def read_usage(raw: Any) -> dict[str, Any]:
     return usage
 
 
+def counted_usage(
+    sent: dict[str, Any],
+    counter: TokenCounter,
+    prompt_tokens: Sequence[int],
+    reply: dict[str, Any],
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The usage the server ``sent``; when it sent none, an estimate marked ``"estimated": True``.
+
+    ``prompt_tokens`` are the counts of the messages the call was given (as the prompt builder
+    priced them), ``tools`` the tool schemas it carried, ``reply`` the assistant message it got.
+    """
+    if sent:
+        return sent
+    prompt = sum(prompt_tokens) + (counter(json.dumps(list(tools), ensure_ascii=False)) if tools else 0)
+    completion = message_tokens(counter, reply) - MESSAGE_OVERHEAD
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion, ESTIMATED: True}
+
+
 def add_usage(total: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
     """``total`` plus ``more``, key by key (detail objects added field by field); neither is changed."""
     summed = dict(total)
     for key, value in more.items():
-        if isinstance(value, dict):
+        if key == ESTIMATED:
+            if value is True:
+                summed[ESTIMATED] = True
+        elif isinstance(value, dict):
             summed[key] = add_usage(summed.get(key) or {}, value)
         elif _is_count(value):
             summed[key] = summed.get(key, 0) + value

@@ -1,10 +1,13 @@
 """The reference page's examples, blocking, run as written against recorded cassettes."""
 
 from contextlib import closing
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,10 +77,6 @@ def test_the_first_command_without_a_key_says_what_to_set_and_creates_nothing(tm
 
 
 def test_the_streamed_example_prints_the_answer_as_recorded_from_a_real_server_and_the_aio_one_matches():
-    import json
-
-    import yaml
-
     output = run_example("stream.py", "recorded/stream.yaml")
     first = yaml.safe_load((ROOT / "cassettes" / "recorded" / "stream.yaml").read_text())["interactions"][0]
     events = [line[len("data: "):] for line in first["response"]["body"]["string"].splitlines() if line.startswith("data: {")]
@@ -89,13 +88,47 @@ def test_the_streamed_example_prints_the_answer_as_recorded_from_a_real_server_a
     assert run_example("aio_stream.py", "recorded/stream.yaml") == output
 
 
-def test_a_tool_run_against_llama_cpps_server_is_accepted_at_every_step():
+def recorded(name):
+    """The requests (as JSON) and responses of a recorded cassette."""
+    interactions = yaml.safe_load((ROOT / "cassettes" / "recorded" / name).read_text())["interactions"]
+    return [(json.loads(i["request"]["body"]), i["response"]) for i in interactions]
+
+
+def test_a_tool_run_against_llama_cpps_server_ends_at_its_step_limit_with_no_request_refused():
     """Recorded from llama-cpp-python's server (chatml-function-calling): each request after a
     tool call carries the call with content "" (that server refuses null) and was answered 200.
-    Its template drops tool results, so the small model calls again until max_steps."""
+    Its template drops tool results, so the small model calls again until max_steps: a known end."""
     lines = run_example("tools.py", "recorded/tools.yaml").splitlines()
     assert lines[0] == "run 1: failed | stopped after max_steps=3 model calls without a final answer"
     assert lines[1].startswith("run 2: completed | ")
     history = [line.split(" | ")[0] for line in lines[2:]]
     assert history == ["user"] + ["assistant", "tool"] * 3 + ["user", "assistant"]
-    assert lines[3] == 'assistant | add({"x": 2, "y": 3})' and lines[4] == "tool | 5"
+    assert lines[3] == 'assistant | add({"x": 1,"y": 2})' and lines[4] == "tool | 3"
+    exchanges = recorded("tools.yaml")
+    assert len(exchanges) == 4 and all(response["status"]["code"] == 200 for _, response in exchanges)
+    assert all(body["max_tokens"] == 128 for body, _ in exchanges)  # the examples' limit on a server of your own
+
+
+def test_summaries_fold_on_llama_cpp_under_their_own_limit():
+    """windows.yaml, recorded from llama.cpp: each summary call sent max_tokens 512 and finished."""
+    summaries = [(body, response) for body, response in recorded("windows.yaml") if body["messages"][0]["content"].startswith("You write the running summary")]
+    assert len(summaries) == 2
+    for body, response in summaries:
+        assert body["max_tokens"] == 512
+        assert json.loads(response["body"]["string"])["choices"][0]["finish_reason"] == "stop"
+
+
+def served_max_tokens(**env):
+    """The output limit examples/served.py's agent sends, imported under ``env`` (only)."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith(("OPENAI_", "OMNISYNC_"))}
+    script = "import examples.served as s; print(s.agent.model_config.sampling.get('max_tokens'))"
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**environment, "OPENAI_API_KEY": "k", **env}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_served_example_reads_the_same_variables_as_the_others(tmp_path):
+    local = {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OMNISYNC_SERVE_STORE": "in_memory"}
+    assert served_max_tokens(**local) == "128"  # a modest limit on a server of your own
+    assert served_max_tokens(**local, OMNISYNC_MAX_TOKENS="64") == "64"
+    assert served_max_tokens(OMNISYNC_SERVE_STORE="in_memory") == "None"  # OpenAI's models end their own turns

@@ -33,7 +33,7 @@ def test_invalid_mode_text_is_the_pages_and_always_in_the_same_order():
         ({"value": "10"}, "value must be a positive whole number"),
         ({"value": True}, "value must be a positive whole number"),
         ({"size": 3}, "Unknown memory_config key(s): size. Allowed: mode, value, summary"),
-        ({"summary": {"enabled": True, "policy": "keep"}}, "Allowed: enabled, retention_policy"),
+        ({"summary": {"enabled": True, "policy": "keep"}}, "Allowed: enabled, retention_policy, max_tokens, model, instructions"),
         ({"summary": {"retention_policy": "archive"}}, "Invalid retention_policy: archive. Must be one of: keep, delete"),
         ({"summary": {"enabled": "yes"}}, "enabled must be True or False"),
         ({"summary": True}, "summary must be a dict"),
@@ -43,4 +43,28 @@ def test_invalid_mode_text_is_the_pages_and_always_in_the_same_order():
 def test_bad_memory_config_says_what_exists(config, text):
     with pytest.raises(ConfigurationError) as caught:
         MemoryConfig.from_dict(config)
+    assert text in str(caught.value)
+
+
+def test_a_summary_has_its_own_limit_and_takes_a_model_and_instructions():
+    assert MemoryConfig.from_dict({"summary": {"enabled": True}}).summary_max_tokens == 512
+    config = MemoryConfig.from_dict({"summary": {"enabled": True, "max_tokens": 64, "model": "mini", "instructions": "Be short."}})
+    assert (config.summary_max_tokens, config.summary_model, config.summary_instructions) == (64, "mini", "Be short.")
+
+
+@pytest.mark.parametrize(
+    "summary,text",
+    [
+        ({"max_tokens": 0}, "summary max_tokens must be a positive whole number of tokens a summary may take (default 512), not 0"),
+        ({"max_tokens": 1.5}, "summary max_tokens must be a positive whole number"),
+        ({"max_tokens": None}, "summary max_tokens must be a positive whole number"),
+        ({"model": ""}, "summary model must be a non-empty string (a model name of the agent's endpoint; leave it out"),
+        ({"model": 4}, "summary model must be a non-empty string"),
+        ({"instructions": "  "}, "summary instructions must be a non-empty string (the summarizer's prompt; leave it out for the default)"),
+        ({"temperature": 0}, "Allowed: enabled, retention_policy, max_tokens, model, instructions"),
+    ],
+)
+def test_bad_summary_settings_say_what_to_give(summary, text):
+    with pytest.raises(ConfigurationError) as caught:
+        MemoryConfig.from_dict({"summary": {"enabled": True, **summary}})
     assert text in str(caught.value)

@@ -370,6 +370,7 @@ def test_with_options_keeps_the_key_the_environment_gave(monkeypatch):
 
 
 def test_a_summary_call_carries_the_agents_sampling_but_none_of_its_output_settings(monkeypatch):
+    """Only the summary's own limit, in the field the agent's config uses."""
     http = install(monkeypatch, echo)
     output = {"response_format": {"type": "json_object"}, "max_tokens": 50, "max_completion_tokens": 60, "stop": ["END"]}
     model = {**LOCAL_MODEL, "temperature": 0.3, "seed": 7, **output}
@@ -385,6 +386,7 @@ def test_a_summary_call_carries_the_agents_sampling_but_none_of_its_output_setti
             "messages": [{"role": "system", "content": SUMMARY_INSTRUCTION}, {"role": "user", "content": "user: one\nassistant: echo: one\nuser: two"}],
             "temperature": 0.3,
             "seed": 7,
+            "max_completion_tokens": 512,
         }
     ]
     assert all(body[key] == value for body in runs for key, value in output.items())

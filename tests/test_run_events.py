@@ -96,7 +96,9 @@ def test_a_paused_run_ends_its_events_with_paused(monkeypatch):
 
 
 def test_each_text_is_counted_once_per_run(monkeypatch):
-    install(monkeypatch, [completion(None, [call("c1", '{"city": "Paris"}')]), completion(None, [call("c2", '{"city": "Rome"}')]), completion("Both sunny.")])
+    """With the server's usage; a server that sends none has each reply counted once more, for the estimate (tests/test_usage.py)."""
+    sent = {"prompt_tokens": 5, "completion_tokens": 1}
+    install(monkeypatch, [completion(None, [call("c1", '{"city": "Paris"}')], **sent), completion(None, [call("c2", '{"city": "Rome"}')], **sent), completion("Both sunny.", **sent)])
     counted = []
 
     def counter(text):

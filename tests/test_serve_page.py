@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 from contextlib import contextmanager
 
 import pytest
@@ -25,6 +26,19 @@ CHROMIUM = os.environ.get("OMNISYNC_CHROMIUM", "/usr/bin/chromium")
 INSTALL_HINT = "install it with: bash scripts/browser.sh (Debian's chromium) and pip install playwright"
 TOKEN = "page-token-0123456789abcdef"
 TIMEOUT_MS = 20_000
+GATE = threading.Event()  # the "wait" tool returns once it is set
+
+
+def gated_tools(ledger):
+    tools = counting_tools(ledger)
+
+    @tools.register_tool()
+    def wait() -> str:
+        """Waits until the test lets it go."""
+        assert GATE.wait(20), "the test never opened the gate"
+        return "waited"
+
+    return tools
 
 
 def browser_or_skip() -> None:
@@ -55,12 +69,14 @@ def served(tmp_path):
         config = {"model": "gpt-5.4-mini", "base_url": model_url, "api_key": "test", "max_retries": 0}
         agents = {
             name: OmniCoreAgent(
-                name=name, system_instruction=SYSTEM, model_config=config, memory_router=router, local_tools=counting_tools(ledger), agent_config=agent_config
+                name=name, system_instruction=SYSTEM, model_config=config, memory_router=router, local_tools=gated_tools(ledger), agent_config=agent_config
             )
             for name, agent_config in (("assistant", {}), ("frugal", {"budget": {"max_tool_calls": 1}}))
         }
+        GATE.clear()
         with uvicorn_server(create_app(agents, tokens={TOKEN: ["assistant", "frugal"]})) as base:
             yield base, ledger
+        GATE.set()
         for agent in agents.values():
             agent.cleanup()
     router.close()
@@ -97,6 +113,7 @@ def browser_page(base: str, signed_in: bool = True, **options):
             page.set_default_timeout(TIMEOUT_MS)
             errors: list[str] = []
             page.on("pageerror", lambda error: errors.append(str(error)))
+            page.on("response", lambda response: response.status == 404 and errors.append(f"404: {response.url}"))
             page.goto(base + "/")
             if signed_in:
                 page.evaluate(f"sessionStorage.setItem('omnisync.token', {TOKEN!r})")
@@ -122,26 +139,29 @@ def test_in_a_browser_a_message_streams_its_answer_shows_the_history_and_a_pause
 
         page.fill("#session", "browser")
         page.fill("#message", "My project is called Atlas and it ships on Friday.")
-        page.click("#send button")
+        page.click("#send button[type=submit]")
         answer = page.locator("#answer")
         expect(answer).to_have_attribute("data-status", "completed")
-        expect(answer).to_have_text("echo: My project is called Atlas and it ships on Friday.")
         assert int(answer.get_attribute("data-deltas") or 0) >= 3  # it arrived in pieces, as they were streamed
         history = page.locator("#history .message")
         expect(history).to_have_count(2)
         expect(history.nth(0)).to_contain_text("My project is called Atlas")
         expect(history.nth(1)).to_contain_text("echo: My project is called Atlas")
+        # One place for an answer: once settled it is in the history only.
+        expect(page.get_by_text("echo: My project is called Atlas and it ships on Friday.")).to_have_count(1)
+        expect(answer).to_be_empty()
+        expect(answer).to_be_hidden()
         expect(page.locator("#sessions")).to_contain_text("browser (2)")
 
         page.fill("#message", 'Clean up: use delete_file({"path": "/tmp/old.log"})')
-        page.click("#send button")
+        page.click("#send button[type=submit]")
         expect(answer).to_have_attribute("data-status", "awaiting_approval")
         approval = page.locator("#approvals .approval")
         expect(approval).to_contain_text('delete_file({"path": "/tmp/old.log"})')
         assert ledger.read_text() == ""  # nothing ran before a person said yes
         approval.get_by_role("button", name="Approve").click()
         expect(answer).to_have_attribute("data-status", "completed")
-        expect(answer).to_have_text("Done: deleted /tmp/old.log")
+        expect(page.get_by_text("Done: deleted /tmp/old.log")).to_have_count(1)
         expect(page.locator("#events")).to_contain_text("delete_file → deleted /tmp/old.log")
         expect(history).to_have_count(6)  # two more user/assistant turns: the call, its result, the answer
         expect(history.last).to_contain_text("Done: deleted /tmp/old.log")
@@ -161,10 +181,10 @@ def test_in_a_browser_a_denied_call_does_not_run(served):
         from playwright.sync_api import expect
 
         page.fill("#message", 'use delete_file({"path": "/etc/passwd"})')
-        page.click("#send button")
+        page.click("#send button[type=submit]")
         page.locator("#approvals").get_by_role("button", name="Deny").click()
         expect(page.locator("#answer")).to_have_attribute("data-status", "completed")
-        expect(page.locator("#answer")).to_contain_text("Done:")
+        expect(page.locator("#history .message").last).to_contain_text("Done:")
         assert ledger.read_text() == ""
         assert errors == []
 
@@ -176,7 +196,7 @@ def test_in_a_browser_a_run_that_reached_its_budget_is_granted_more_and_finishes
 
         page.select_option("#agent", "frugal")
         page.fill("#message", 'use lookup({"city": "Oslo"}) use lookup({"city": "Rome"})')
-        page.click("#send button")
+        page.click("#send button[type=submit]")
         answer = page.locator("#answer")
         expect(answer).to_have_attribute("data-status", "awaiting_budget")
         budget = page.locator("#approvals .budget")
@@ -196,3 +216,28 @@ def test_in_a_browser_a_run_that_reached_its_budget_is_granted_more_and_finishes
         assert ledger.read_text() == "lookup Oslo\nlookup Rome\n"
         expect(page.locator("#approvals")).to_be_empty()
         assert errors == []
+
+
+def test_in_a_browser_stop_cancels_the_run_under_way_and_the_page_asks_for_no_favicon(served):
+    base, _ = served
+    with browser_page(base) as (page, errors):
+        from playwright.sync_api import expect
+
+        assert page.locator("link[rel=icon]").get_attribute("href") == "data:,"
+        stop = page.locator("#stop")
+        expect(stop).to_be_disabled()
+        page.fill("#session", "stopped")
+        page.fill("#message", "use wait({})")
+        page.click("#send button[type=submit]")
+        expect(page.locator("#events")).to_contain_text("wait({})")  # the tool runs, and waits
+        expect(stop).to_be_enabled()
+        with page.expect_request(lambda request: request.url.endswith("/cancel") and request.method == "POST"):
+            stop.click()
+        GATE.set()  # the tool returns; the run stops before its next model call
+        expect(page.locator("#answer")).to_have_attribute("data-status", "cancelled")
+        run_id = page.locator("#run").inner_text()
+        expect(page.locator("#status")).to_have_text(f"run {run_id}: cancelled")
+        expect(stop).to_be_disabled()
+        record = requests.get(f"{base}/agents/assistant/runs/{run_id}", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()
+        assert record["status"] == "cancelled"
+        assert errors == []  # no script error, and no 404 (a favicon asked for) in the page's life

@@ -168,3 +168,41 @@ def test_cleanup_waits_for_a_pending_fold(monkeypatch):
         agent.cleanup()
         summaries = [m for m in router.store.history("assistant", "s") if m.is_summary]
         assert len(summaries) == 1
+
+
+# --- the summary's own settings ---------------------------------------------------------------
+
+
+def summary_calls(http):
+    return [b for b in http.sent if b["messages"][0]["content"] != "You are a test."]
+
+
+def test_a_summary_call_sends_a_limit_that_fits_a_summary_by_default(monkeypatch):
+    http = install(monkeypatch, echo)
+    agent = window_agent(value=2)
+    for message in ("one", "two"):
+        agent.run(message, session_id="s")
+    agent.get_session_history("s")
+    (call,) = summary_calls(http)
+    assert call["max_tokens"] == 512 and call["model"] == "test-model"
+    assert all("max_tokens" not in body for body in http.sent if body is not call)  # the runs' own limit stays unset
+    agent.cleanup()
+
+
+def test_a_summary_takes_its_own_limit_model_and_instructions(monkeypatch):
+    def model(body):
+        if body["messages"][0]["content"] == "Sum it up in one line.":
+            return completion("one and two were said")
+        return echo(body)
+
+    http = install(monkeypatch, model)
+    summary = {"enabled": True, "max_tokens": 96, "model": "small-summarizer", "instructions": "Sum it up in one line."}
+    agent = make_agent(agent_config={"memory_config": {"mode": "sliding_window", "value": 2, "summary": summary}})
+    for message in ("one", "two"):
+        agent.run(message, session_id="s")
+    history = agent.get_session_history("s")
+    (call,) = summary_calls(http)
+    assert (call["model"], call["max_tokens"], call["messages"][0]["content"]) == ("small-summarizer", 96, "Sum it up in one line.")
+    assert history[0]["content"] == f"{SUMMARY_PREFIX} one and two were said"
+    assert all(body["model"] == "test-model" for body in http.sent if body is not call)
+    agent.cleanup()

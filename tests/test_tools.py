@@ -1,11 +1,15 @@
 """Tool loops, parallel calls, approvals and budgets, replayed from hand-written cassettes."""
 
+import asyncio
 import json
 
 import pytest
 
 from omnisync.errors import RunStateError
 from omnisync.tools import ToolRegistry
+from agent_helpers import LOCAL_MODEL, make_agent
+from fake_http import completion, install
+from fake_stream import install as install_stream
 from tool_agents import tool_agent
 
 PARIS = 'use lookup({"city": "Paris"})'
@@ -146,11 +150,84 @@ def test_tool_schema_from_type_hints():
         tools.register_tool(name="search")(find)
 
 
-def test_async_tools_are_refused_with_a_way_out():
+def call_of(name, arguments, call_id="c1"):
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def async_tools(loops):
+    """Two async tools: ``fetch`` notes the loop it was awaited on, ``broken`` raises after awaiting."""
     tools = ToolRegistry()
 
-    async def fetch() -> str:
-        return "x"
+    @tools.register_tool()
+    async def fetch(city: str) -> str:
+        """Fetch a city's weather."""
+        await asyncio.sleep(0)
+        loops.append(asyncio.get_running_loop())
+        return f"fetched {city}"
 
-    with pytest.raises(ValueError, match="async function"):
-        tools.register_tool()(fetch)
+    @tools.register_tool()
+    async def broken() -> str:
+        """Always fails."""
+        await asyncio.sleep(0)
+        raise RuntimeError("no network")
+
+    return tools
+
+
+def answers_calling(*calls):
+    return [completion(None, list(calls)), completion("done")]
+
+
+def tool_results(agent):
+    return [m["content"] for m in agent.get_session_history("s") if m["role"] == "tool"]
+
+
+def test_an_async_tool_is_described_and_awaited_to_completion_by_the_blocking_agent(monkeypatch):
+    loops = []
+    install(monkeypatch, answers_calling(call_of("fetch", {"city": "Paris"}), call_of("broken", {}, "c2")))
+    agent = make_agent(local_tools=async_tools(loops))
+    assert agent.tools.get("fetch").parameters["properties"] == {"city": {"type": "string"}}
+    result = agent.run("weather?", session_id="s")
+    assert result["status"] == "completed"
+    assert tool_results(agent) == ["fetched Paris", "Error: broken raised RuntimeError: no network"]
+    assert len(loops) == 1 and loops[0].is_closed()  # a loop of its own, closed when the tool returned
+    agent.cleanup()
+
+
+def test_a_blocking_run_inside_a_running_loop_awaits_its_async_tool_on_a_private_loop(monkeypatch):
+    loops = []
+    install(monkeypatch, answers_calling(call_of("fetch", {"city": "Oslo"})))
+    agent = make_agent(local_tools=async_tools(loops))
+
+    async def blocking_call_in_a_coroutine():
+        return agent.run("weather?", session_id="s"), asyncio.get_running_loop()
+
+    result, caller = asyncio.run(blocking_call_in_a_coroutine())
+    assert result["status"] == "completed" and tool_results(agent) == ["fetched Oslo"]
+    assert loops[0] is not caller and loops[0].is_running()  # the caller's loop was blocked by the call itself
+    agent.cleanup()
+
+
+def test_omnisync_aio_awaits_async_tools_on_the_callers_loop_run_and_stream(monkeypatch):
+    from omnisync.aio import OmniCoreAgent as AsyncAgent
+
+    loops = []
+    install_stream(
+        monkeypatch,
+        answers_calling(call_of("fetch", {"city": "Rome"})) + answers_calling(call_of("fetch", {"city": "Lima"}, "c3")),
+    )
+    agent = AsyncAgent(name="assistant", system_instruction="You are a test.", model_config=LOCAL_MODEL, local_tools=async_tools(loops))
+
+    async def main():
+        ran = await agent.run("weather?", session_id="s")
+        async with agent.stream("and Lima?", session_id="s") as stream:
+            async for _ in stream:
+                pass
+        history = await agent.get_session_history("s")
+        await agent.cleanup()
+        return ran, stream.result, history, asyncio.get_running_loop()
+
+    ran, streamed, history, caller = asyncio.run(main())
+    assert ran["status"] == streamed["status"] == "completed"
+    assert loops == [caller, caller]
+    assert [m["content"] for m in history if m["role"] == "tool"] == ["fetched Rome", "fetched Lima"]

@@ -38,7 +38,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "required": ["error"],
         "properties": {"error": {"type": "object", "required": ["type", "message"], "properties": {"type": STRING, "message": STRING}}},
     },
-    "Usage": {"type": "object", "additionalProperties": {"anyOf": [COUNT, {"type": "object"}]}},
+    "Usage": {"type": "object", "additionalProperties": {"anyOf": [COUNT, {"type": "object"}, {"type": "boolean"}]}},
     "Approval": {"type": "object", "required": ["id", "tool", "arguments"], "properties": {"id": STRING, "tool": STRING, "arguments": STRING}},
     "RunResult": {
         "type": "object",

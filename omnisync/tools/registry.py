@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from ..errors import ConfigurationError
+from .awaiting import await_to_completion
 from .mismatch import ArgumentsMismatch
 from .signature import ToolParameters
 
@@ -59,6 +60,8 @@ class Tool:
             return f"Error: the arguments do not fit {self.signature.signature_text()}: {exc}"
         try:
             result = self.function(*args, **kwargs)
+            if inspect.isawaitable(result):  # an async def tool
+                result = await_to_completion(result)
         except Exception as exc:  # the model should hear about it, and the run go on
             return f"Error: {self.name} raised {type(exc).__name__}: {exc}"
         return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
@@ -71,7 +74,10 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
 
     def register_tool(self, name: str | None = None, requires_approval: bool = False) -> Callable[[Callable[P, R]], Callable[P, R]]:
-        """Register the decorated function as a tool; the function itself is returned unchanged."""
+        """Register the decorated function (plain or ``async def``) as a tool; the function itself is returned unchanged.
+
+        An async tool is awaited to completion when it is called (see :mod:`omnisync.tools.awaiting`).
+        """
 
         def decorator(function: Callable[P, R]) -> Callable[P, R]:
             tool_name = name or str(getattr(function, "__name__", ""))
@@ -79,11 +85,6 @@ class ToolRegistry:
                 raise ConfigurationError(
                     f"Tool name {tool_name!r} is not allowed: use 1 to 64 letters, digits, underscores or dashes "
                     "(pass name= to register_tool)."
-                )
-            if inspect.iscoroutinefunction(function):
-                raise ConfigurationError(
-                    f"Tool {tool_name!r} is an async function; tools run in the agent's own thread, so register "
-                    "a plain function (call asyncio.run inside it if it must await)."
                 )
             if tool_name in self._tools:
                 raise ConfigurationError(f"A tool named {tool_name!r} is already registered; give this one another name.")

@@ -78,7 +78,10 @@ async function follow(method, path, body) {
   let deltas = Number(answer.dataset.deltas || 0);
   for await (const event of serverSentEvents(response)) {
     const data = event.data;
-    if (data.run_id) $("run").textContent = data.run_id;
+    if (data.run_id) {
+      $("run").textContent = data.run_id;
+      if (busy && !$("stop").dataset.stopping) $("stop").disabled = false;
+    }
     if (event.name === "text_delta") {
       answer.append(data.text);
       answer.dataset.deltas = String(++deltas);
@@ -106,6 +109,12 @@ function clearAnswer() {
 
 async function settle(result) {
   $("answer").dataset.status = result.status;
+  if (result.status === "cancelled") {
+    say(`run ${result.run_id}: cancelled`);
+    await Promise.all([loadHistory(), loadSessions()]);
+    $("answer").textContent = "";
+    return;
+  }
   if (result.status === "awaiting_approval") {
     showApprovals(result);
     say(`run ${result.run_id} waits for your decision`);
@@ -116,6 +125,7 @@ async function settle(result) {
     say(`run ${result.run_id}: ${result.status}`);
   }
   await Promise.all([loadHistory(), loadSessions()]);
+  $("answer").textContent = ""; // the history now holds the answer: it is shown there only
 }
 
 async function drive(method, path, body) {
@@ -129,8 +139,25 @@ async function drive(method, path, body) {
     return;
   } finally {
     busy = false;
+    $("stop").disabled = true;
+    delete $("stop").dataset.stopping;
   }
   await settle(result);
+}
+
+// --- Stop: cancel the run under way; its stream then ends with the run cancelled ---
+
+async function stop() {
+  const run = $("run").textContent;
+  if (!busy || !run) return;
+  $("stop").disabled = true;
+  $("stop").dataset.stopping = "1";
+  say(`stopping run ${run}…`);
+  try {
+    await api("POST", `${agentPath()}/runs/${encodeURIComponent(run)}/cancel`, {});
+  } catch (error) {
+    say(error.message, true);
+  }
 }
 
 // --- approvals: decide each paused call, then resume once all are decided ---
@@ -285,6 +312,7 @@ window.addEventListener("DOMContentLoaded", () => {
   });
   $("agent").addEventListener("change", () => { clearAnswer(); connect(); });
   $("open-session").addEventListener("click", () => openSession($("session").value.trim()));
+  $("stop").addEventListener("click", stop);
   $("send").addEventListener("submit", async (event) => {
     event.preventDefault();
     const message = $("message").value;
