@@ -45,6 +45,7 @@ from .runs import (
     pause,
     prune,
     request_cancel,
+    restore,
     save_progress,
     take_over,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "release_session",
     "request_cancel",
     "reserve_key",
+    "restore",
     "save_progress",
     "session_holder",
     "session_lease_id",

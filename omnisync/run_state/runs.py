@@ -222,6 +222,15 @@ def fail(store: MemoryStore, record: RunRecord, error: str, *, retention_days: i
     return finish(store, record, FAILED, retention_days=retention_days, error=error)
 
 
+def restore(store: MemoryStore, record: RunRecord, version: int) -> RunRecord:
+    """Write a record moved from another store (an import or a copy), brought to the ``version``
+    it had there, so a save its owner makes on that version still fits."""
+    saved = store.save_run(record, expected_version=None)
+    while saved.version < version:
+        saved = store.save_run(record, expected_version=saved.version)
+    return saved
+
+
 # --- cancelling a run wherever it is driven ---------------------------------------------
 
 

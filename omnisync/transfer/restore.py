@@ -35,6 +35,7 @@ from collections.abc import Iterable, KeysView
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from .. import run_state
 from ..messages import INACTIVE, Message, utcnow
 from ..run_record import RunRecord
 from ..stores.base import MemoryStore
@@ -167,9 +168,7 @@ class Restorer:
                 continue
             moved = self._renumbered(record if record.created_at is not None else record.evolve(created_at=record.updated_at or now))
             self.started = True
-            saved = self.store.save_run(moved, expected_version=None)
-            while saved.version < record.version:
-                saved = self.store.save_run(moved, expected_version=saved.version)
+            saved = run_state.restore(self.store, moved, record.version)
             self._written_runs[saved.agent, saved.run_id] = saved.version
             self.report.runs += 1
             self.progress.advance()
