@@ -285,9 +285,7 @@ class OmniCoreAgent:
         if session_id is not None:
             _check_session_id(session_id)
         self._summarizer.wait(session_id)
-        store = self._store()
-        run_state.fence_session(store, self.name, session_id, token=run_state.new_token(), retention_days=self.config.run_retention_days)
-        return store.clear(self.name, session_id)
+        return run_state.clear(self._store(), self.name, session_id, retention_days=self.config.run_retention_days)
 
     def preview(self, session_id: str, message: UserContent | None = None) -> Preview:
         """What the next model call of ``session_id`` would be given, without calling the model."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from .. import run_state
+from ..agent_config import DEFAULT_RETENTION_DAYS
 from ..content import describe
 from ..messages import Message
 from ..router import MemoryRouter
@@ -85,7 +87,7 @@ def clear(args: argparse.Namespace, router: MemoryRouter) -> int:
     else:
         require_session(router, args.agent, args.session)
         session_id = args.session
-    deleted = store.clear(args.agent, session_id)
+    deleted = run_state.clear(store, args.agent, session_id, retention_days=DEFAULT_RETENTION_DAYS)  # a run going in it ends cancelled first
     where = "every session" if session_id is None else f"session {session_id!r}"
     print(f"cleared {where} of agent {args.agent!r}: {deleted} messages deleted (run records are kept)")
     return 0

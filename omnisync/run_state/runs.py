@@ -18,6 +18,7 @@ from ..errors import ConfigurationError, DecisionFinalError, RunConflictError, R
 from ..messages import Message, utcnow
 from ..run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCEL, CANCELLED, COMPLETED, FAILED, PAUSED_STATUSES, RUN, RUNNING, RunRecord
 from ..stores.base import MemoryStore
+from .drivers import new_token
 from .leases import Lease, holds_session
 
 CANCEL_REQUEST_KEPT_DAYS = 1
@@ -283,6 +284,13 @@ def fence_session(store: MemoryStore, agent: str, session_id: str | None, *, tok
                 continue  # it ended (or moved on) meanwhile: its next save shows whether it still may write
             ended_ids.append(record.run_id)
     return ended_ids
+
+
+def clear(store: MemoryStore, agent: str, session_id: str | None, *, retention_days: int | None) -> int:
+    """Clear a session (or, with None, every session of the agent), fenced: the runs still going
+    or paused in it end cancelled first (:func:`fence_session`). Returns how many messages went."""
+    fence_session(store, agent, session_id, token=new_token(), retention_days=retention_days)
+    return store.clear(agent, session_id)
 
 
 # --- decisions and budgets --------------------------------------------------------------
