@@ -101,6 +101,7 @@ from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..redact import redact_url
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
+from . import redis_scripts as scripts
 from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
@@ -129,266 +130,10 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
 
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_BATCH = 1000  # ZADD arguments per call inside a script (Lua's unpack has a stack limit)
 CLEAR_BATCH = 1000  # sessions cleared per pipeline by clear(agent)
-
-# KEYS: active, inactive, meta
-# ARGV from a: step, "1" if the session was just listed, now (µs), then to the end, per message
-# "a" or "i" + its JSON after the "{".
-# Returns the last seq written, or -1 (nothing written) when the session is not listed yet.
-_APPEND_FUNCTION = """
-local function append(a)
-if redis.call('HEXISTS', KEYS[3], 'listed') == 0 then
-  if ARGV[a + 1] ~= '1' then return -1 end
-  redis.call('HSET', KEYS[3], 'listed', 1)
-end
-local step = tonumber(ARGV[a])
-local count = #ARGV - a - 2
-local last = redis.call('HINCRBY', KEYS[3], 'seq', step * count)
-local seq = last - step * count
-local batches = {{}, {}}
-for i = a + 3, #ARGV do
-  seq = seq + step
-  local item = ARGV[i]
-  local target = (string.sub(item, 1, 1) == 'a') and 1 or 2
-  local batch = batches[target]
-  batch[#batch + 1] = seq
-  batch[#batch + 1] = '{"seq":' .. seq .. ',' .. string.sub(item, 2)
-  if #batch >= BATCH then
-    redis.call('ZADD', KEYS[target], unpack(batch))
-    batches[target] = {}
-  end
-end
-for target = 1, 2 do
-  if #batches[target] > 0 then redis.call('ZADD', KEYS[target], unpack(batches[target])) end
-end
-local previous = redis.call('HGET', KEYS[3], 'last')
-if not previous or tonumber(previous) < tonumber(ARGV[a + 2]) then redis.call('HSET', KEYS[3], 'last', ARGV[a + 2]) end
-return last
-end
-""".replace("BATCH", str(2 * _BATCH))
-_APPEND = _APPEND_FUNCTION + "return append(1)"
-
-# KEYS: active, inactive, meta
-# ARGV: first seq, last seq, expected count, "1" to delete, summary seq, summary member, now (µs)
-_FOLD = """
-local expected = tonumber(ARGV[3])
-if expected <= 0 or redis.call('ZCOUNT', KEYS[1], ARGV[1], ARGV[2]) ~= expected then return 0 end
-if redis.call('ZCOUNT', KEYS[1], ARGV[5], ARGV[5]) + redis.call('ZCOUNT', KEYS[2], ARGV[5], ARGV[5]) > 0 then return 0 end
-if ARGV[4] ~= '1' then
-  local folded = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[2], 'WITHSCORES')
-  local batch = {}
-  for i = 1, #folded, 2 do
-    batch[#batch + 1] = folded[i + 1]
-    batch[#batch + 1] = folded[i]
-    if #batch >= BATCH then
-      redis.call('ZADD', KEYS[2], unpack(batch))
-      batch = {}
-    end
-  end
-  if #batch > 0 then redis.call('ZADD', KEYS[2], unpack(batch)) end
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[1], ARGV[5], ARGV[6])
-local previous = redis.call('HGET', KEYS[3], 'last')
-if not previous or tonumber(previous) < tonumber(ARGV[7]) then redis.call('HSET', KEYS[3], 'last', ARGV[7]) end
-return 1
-""".replace("BATCH", str(2 * _BATCH))
-
-# KEYS: active, inactive, meta. The seq counter stays (seq never goes back), and so does "listed".
-_CLEAR_SESSION = """
-local count = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('HDEL', KEYS[3], 'last')
-return count
-"""
-
-# KEYS: a listing set and its sorted twin (one slot); ARGV: the id's token. Lists it in both at once.
-_LIST = """
-redis.call('SADD', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-"""
-
-# KEYS: a listing set and its sorted twin; ARGV: lowest member ("-" or "(" + token), how many.
-# Returns how many the twin lacks (a set listed before twins existed), and the next members.
-_ORDERED = """
-return {redis.call('SCARD', KEYS[1]) - redis.call('ZCARD', KEYS[2]),
-        redis.call('ZRANGEBYLEX', KEYS[2], ARGV[1], '+', 'LIMIT', 0, ARGV[2])}
-"""
-
-# KEYS: active, inactive, meta. Returns the message count and the last write (µs or "").
-_COUNT_SESSION = """
-return {redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]), redis.call('HGET', KEYS[3], 'last') or ''}
-"""
-
-# KEYS: active, inactive. Both sets at one moment, so a fold in between cannot show a message twice.
-_HISTORY = """
-return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('ZRANGE', KEYS[2], 0, -1)}
-"""
-
-# KEYS: active, inactive. ARGV: lowest score ("-inf" or "(seq"), page size.
-# The first page-size of each set at one moment; the caller merges them by seq and keeps page-size.
-_HISTORY_PAGE = """
-return {redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf', 'LIMIT', 0, ARGV[2]),
-        redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf', 'LIMIT', 0, ARGV[2])}
-"""
-
-# A record's save: KEYS from k: record, run index, its events.
-# ARGV from a (_RUN_ARGS of them): expected version ("" creates), new version, data, status,
-#       session, finished (µs or ""), index score, run token, expire at (ms or "")
-_RUN_ARGS = 9
-_SAVE_FUNCTIONS = """
-local function fits(k, a)
-  if ARGV[a] == '' then return redis.call('EXISTS', KEYS[k]) == 0 end
-  return redis.call('HGET', KEYS[k], 'version') == ARGV[a]
-end
-local function save(k, a, data)
-  redis.call('HSET', KEYS[k], 'version', ARGV[a + 1], 'data', data, 'status', ARGV[a + 3], 'session', ARGV[a + 4], 'finished', ARGV[a + 5])
-  if ARGV[a] == '' then
-    redis.call('ZADD', KEYS[k + 1], ARGV[a + 6], ARGV[a + 7])
-  else
-    redis.call('ZADD', KEYS[k + 1], 'NX', ARGV[a + 6], ARGV[a + 7])
-  end
-  if ARGV[a + 8] == '' then
-    redis.call('PERSIST', KEYS[k])
-    redis.call('PERSIST', KEYS[k + 2])
-  else
-    redis.call('PEXPIREAT', KEYS[k], ARGV[a + 8])
-    redis.call('PEXPIREAT', KEYS[k + 2], ARGV[a + 8])
-  end
-end
-"""
-
-# Several records of one agent, all or none: 0, or the position (from 1) of the first that does not fit.
-_SAVE_RUNS = _SAVE_FUNCTIONS + """
-local n = #KEYS / 3
-for i = 0, n - 1 do
-  if not fits(1 + 3 * i, 1 + RUN_ARGS * i) then return i + 1 end
-end
-for i = 0, n - 1 do save(1 + 3 * i, 1 + RUN_ARGS * i, ARGV[3 + RUN_ARGS * i]) end
-return 0
-""".replace("RUN_ARGS", str(_RUN_ARGS))
-
-# A run's messages and its record, both or neither (on one server: the keys are in two slots).
-# KEYS: active, inactive, meta, record, run index, its events.
-# ARGV: the record's save (_RUN_ARGS), the text in its data that stands for its first written
-#       seq ("" for none), then the append's (from _RUN_ARGS + 2).
-# Returns the last seq written; -1 when the session is not listed yet; -2 when the record does
-# not fit. Nothing is written unless it returns a seq.
-_APPEND_AND_SAVE_RUN = _APPEND_FUNCTION + _SAVE_FUNCTIONS + """
-if redis.call('HEXISTS', KEYS[3], 'listed') == 0 and ARGV[RUN_ARGS + 3] ~= '1' then return -1 end
-if not fits(4, 1) then return -2 end
-local last = append(RUN_ARGS + 2)
-local data = ARGV[3]
-local marker = ARGV[RUN_ARGS + 1]
-if marker ~= '' then
-  local first = last - tonumber(ARGV[RUN_ARGS + 2]) * (#ARGV - RUN_ARGS - 5)
-  local from, to = string.find(data, marker, 1, true)
-  data = string.sub(data, 1, from - 1) .. '"first_written_seq":' .. first .. string.sub(data, to + 1)
-end
-save(4, 1, data)
-return last
-""".replace("RUN_ARGS", str(_RUN_ARGS))
-
-# KEYS: the run's events, its record; ARGV: each event as JSON. The events expire with the record.
-_APPEND_EVENTS = """
-local last = redis.call('RPUSH', KEYS[1], unpack(ARGV))
-local ttl = redis.call('PTTL', KEYS[2])
-if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
-return last
-"""
-
-# KEYS: run index; ARGV: record key stem ("P:a:A:run:"), "1" to filter on status, status,
-#       "1" to filter on session, session. Drops index entries whose record has expired.
-_LEASE_FUNCTION = """
-local function lease_and_holder()
-  local lease = redis.call('HGET', KEYS[1], 'data')
-  if not lease then return {false, false} end
-  local owner = cjson.decode(lease)['lease_owner']
-  if type(owner) ~= 'string' then return {lease, false} end
-  local hex = (owner:gsub('.', function(c) return string.format('%02x', string.byte(c)) end))
-  return {lease, redis.call('HGET', ARGV[1] .. hex, 'data')}
-end
-"""
-_LOAD_LEASE = _LEASE_FUNCTION + "return lease_and_holder()"
-# KEYS: the lease, the session's active set (one server: two slots); ARGV: record key stem, window size
-_LOAD_LEASE_AND_WINDOW = _LEASE_FUNCTION + """
-local found = lease_and_holder()
-return {found[1], found[2], redis.call('ZREVRANGEBYSCORE', KEYS[2], '+inf', '-inf', 'LIMIT', 0, ARGV[2])}
-"""
-_LIST_RUNS = """
-local found = {}
-for _, token in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  local fields = redis.call('HMGET', ARGV[1] .. token, 'data', 'status', 'session')
-  if not fields[1] then
-    redis.call('ZREM', KEYS[1], token)
-  elseif (ARGV[2] ~= '1' or fields[2] == ARGV[3]) and (ARGV[4] ~= '1' or fields[3] == ARGV[5]) then
-    found[#found + 1] = fields[1]
-  end
-end
-return found
-"""
 
 RUNS_PAGE_SCAN = 1000
 """The most entries of an agent's run index one script of :meth:`RedisStore.runs_page` reads."""
-
-# Runs of one kind after a cursor, in index order (score, then token): what a page of runs reads.
-# KEYS: run index; ARGV: record key stem, cursor score ("" from the start), cursor token,
-#       limit, most index entries to read, kind, "1" to filter on status, status, "1" to filter
-#       on session, session.
-# Returns {records' data, last entry read (score, token) or false, 1 if entries may follow}.
-# A record's status and session are hash fields; only one that has them is decoded for its kind.
-_RUNS_PAGE = """
-local found, last_score, last_token = {}, false, false
-local limit, scan = tonumber(ARGV[4]), tonumber(ARGV[5])
-local function consider(token, score)
-  last_score, last_token = score, token
-  local fields = redis.call('HMGET', ARGV[1] .. token, 'data', 'status', 'session')
-  if not fields[1] then
-    redis.call('ZREM', KEYS[1], token)
-  elseif (ARGV[7] ~= '1' or fields[2] == ARGV[8]) and (ARGV[9] ~= '1' or fields[3] == ARGV[10]) then
-    local record = cjson.decode(fields[1])
-    if (record['kind'] or 'run') == ARGV[6] and type(record['created_at']) == 'string' then found[#found + 1] = fields[1] end
-  end
-end
-local read, min = 0, '-inf'
-if ARGV[2] ~= '' then
-  for _, token in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[2], ARGV[2])) do
-    if #found == limit then return {found, last_score, last_token, 1} end
-    if token > ARGV[3] then
-      consider(token, ARGV[2])
-      read = read + 1
-    end
-  end
-  min = '(' .. ARGV[2]
-end
-local entries = redis.call('ZRANGEBYSCORE', KEYS[1], min, '+inf', 'WITHSCORES', 'LIMIT', 0, math.max(scan - read, 1))
-for i = 1, #entries, 2 do
-  if #found == limit then return {found, last_score, last_token, 1} end
-  consider(entries[i], entries[i + 1])
-end
-return {found, last_score, last_token, #entries == 2 * math.max(scan - read, 1) and 1 or 0}
-"""
-
-# KEYS: run index; ARGV: record key stem, cutoff (µs), then the finished statuses
-_PRUNE_RUNS = """
-local finished = {}
-for i = 3, #ARGV do finished[ARGV[i]] = true end
-local cutoff = tonumber(ARGV[2])
-local count = 0
-for _, token in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  local key = ARGV[1] .. token
-  local fields = redis.call('HMGET', key, 'status', 'finished')
-  if not fields[1] then
-    redis.call('ZREM', KEYS[1], token)
-  elseif finished[fields[1]] and fields[2] and fields[2] ~= '' and tonumber(fields[2]) < cutoff then
-    redis.call('DEL', key, key .. ':events')
-    redis.call('ZREM', KEYS[1], token)
-    count = count + 1
-  end
-end
-return count
-"""
 
 
 class RedisStore(MemoryStore):
@@ -413,19 +158,19 @@ class RedisStore(MemoryStore):
         self.client = client
         self.prefix = prefix
         self._owns_client = False
-        self._append = client.register_script(_APPEND)
-        self._fold = client.register_script(_FOLD)
-        self._history = client.register_script(_HISTORY)
-        self._history_page = client.register_script(_HISTORY_PAGE)
-        self._save_runs = client.register_script(_SAVE_RUNS)
-        self._append_and_save_run = client.register_script(_APPEND_AND_SAVE_RUN)
-        self._load_lease_and_window = client.register_script(_LOAD_LEASE_AND_WINDOW)
-        self._list_runs = client.register_script(_LIST_RUNS)
-        self._runs_page = client.register_script(_RUNS_PAGE)
-        self._load_lease = client.register_script(_LOAD_LEASE)
-        self._prune_runs = client.register_script(_PRUNE_RUNS)
-        self._append_events = client.register_script(_APPEND_EVENTS)
-        self._ordered = client.register_script(_ORDERED)
+        self._append = client.register_script(scripts.APPEND)
+        self._fold = client.register_script(scripts.FOLD)
+        self._history = client.register_script(scripts.HISTORY)
+        self._history_page = client.register_script(scripts.HISTORY_PAGE)
+        self._save_runs = client.register_script(scripts.SAVE_RUNS)
+        self._append_and_save_run = client.register_script(scripts.APPEND_AND_SAVE_RUN)
+        self._load_lease_and_window = client.register_script(scripts.LOAD_LEASE_AND_WINDOW)
+        self._list_runs = client.register_script(scripts.LIST_RUNS)
+        self._runs_page = client.register_script(scripts.RUNS_PAGE)
+        self._load_lease = client.register_script(scripts.LOAD_LEASE)
+        self._prune_runs = client.register_script(scripts.PRUNE_RUNS)
+        self._append_events = client.register_script(scripts.APPEND_EVENTS)
+        self._ordered = client.register_script(scripts.ORDERED)
 
     @classmethod
     def from_url(cls, url: str, prefix: str | None = None, **client_options: Any) -> "RedisStore":
@@ -528,8 +273,8 @@ class RedisStore(MemoryStore):
     def _list_session(self, agent: str, session_id: str) -> None:
         """The agent and the session in their sets and the sets' sorted twins, one script each."""
         with self.client.pipeline(transaction=False) as pipe:  # EVAL: see _per_session
-            pipe.execute_command("EVAL", _LIST, 2, self._agents_key, self._agents_order_key, _token(agent))
-            pipe.execute_command("EVAL", _LIST, 2, *self._sessions_keys(agent), _token(session_id))
+            pipe.execute_command("EVAL", scripts.LIST, 2, self._agents_key, self._agents_order_key, _token(agent))
+            pipe.execute_command("EVAL", scripts.LIST, 2, *self._sessions_keys(agent), _token(session_id))
             pipe.execute()
 
     @staticmethod
@@ -579,11 +324,11 @@ class RedisStore(MemoryStore):
     def clear(self, agent: str, session_id: str | None = None) -> int:
         with self._errors():
             if session_id is not None:
-                return int(cast(Any, self.client).execute_command("EVAL", _CLEAR_SESSION, 3, *self._session_keys(agent, session_id)))
+                return int(cast(Any, self.client).execute_command("EVAL", scripts.CLEAR_SESSION, 3, *self._session_keys(agent, session_id)))
             deleted = 0
             listed = iter(self.client.sscan_iter(f"{self._agent_stem(agent)}:sessions", count=CLEAR_BATCH))
             while batch := list(islice(listed, CLEAR_BATCH)):  # a bounded batch at a time, not the whole set
-                deleted += sum(int(count) for count in self._per_session(_CLEAR_SESSION, [(agent, _untoken(token)) for token in batch]))
+                deleted += sum(int(count) for count in self._per_session(scripts.CLEAR_SESSION, [(agent, _untoken(token)) for token in batch]))
         return deleted
 
     def sessions_page(self, agent: str | None, after: tuple[str, str] | None, limit: int) -> list[SessionInfo]:
@@ -616,7 +361,7 @@ class RedisStore(MemoryStore):
             want = limit - len(found)
             tokens = self._ordered_page(*self._sessions_keys(agent), lowest, want)
             pairs = [(agent, _untoken(token)) for token in tokens]
-            counts = self._per_session(_COUNT_SESSION, pairs)
+            counts = self._per_session(scripts.COUNT_SESSION, pairs)
             found += [
                 SessionInfo(name, session_id, int(count), _from_micros(last))
                 for (name, session_id), (count, last) in zip(pairs, counts)
@@ -632,7 +377,7 @@ class RedisStore(MemoryStore):
         lacks members of its set (one listed before twins existed) is filled first."""
         missing, tokens = self._ordered(keys=[listing, order], args=[lowest, count])
         if int(missing) > 0:
-            for chunk in _chunks(self.client.sscan_iter(listing, count=_BATCH), _BATCH):
+            for chunk in _chunks(self.client.sscan_iter(listing, count=scripts.BATCH), scripts.BATCH):
                 self.client.zadd(order, dict.fromkeys(chunk, 0))
             _, tokens = self._ordered(keys=[listing, order], args=[lowest, count])
         return cast("list[str | bytes]", tokens)
@@ -692,7 +437,7 @@ class RedisStore(MemoryStore):
         return saved
 
     def _save_of(self, record: RunRecord, expected_version: int | None, first_seq_marker: int | None = None) -> tuple[RunRecord, list[str], list[Any]]:
-        """The record as saved, and the keys and arguments of its save in a script (_SAVE_FUNCTIONS).
+        """The record as saved, and the keys and arguments of its save in a script (redis_lua/save_functions.lua).
 
         With ``first_seq_marker``, its data holds that number as ``first_written_seq``, for the script to replace."""
         saved = record.evolve(version=(expected_version or 0) + 1)
