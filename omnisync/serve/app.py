@@ -58,6 +58,7 @@ from .bodies import (
     MAX_BODY_BYTES,
     RESUME_FIELDS,
     RUN_FIELDS,
+    Fields,
     HttpError,
     checked_id,
     checked_output_type,
@@ -186,7 +187,7 @@ class _Api:
             raise HttpError(404, "AgentNotFound", f"no agent {name!r} here (GET /agents lists the ones you may use)")
         return name, self.agents[name]
 
-    async def _body(self, request: Request, fields: Mapping[str, tuple[tuple[type, ...], bool]]) -> dict[str, Any]:
+    async def _body(self, request: Request, fields: Fields) -> dict[str, Any]:
         return await read_json(request, fields, self.max_body, self.body_seconds)
 
     # --- health ---------------------------------------------------------------------------
