@@ -122,14 +122,14 @@ class OmniCoreAgent:
         """
         content, session_id, on_busy = self._checked_run_arguments(message, session_id, on_busy)
         output = _output(output_type)
-        return AgentStream(lambda: self._start(content, session_id, on_busy, output), self._client, self._after_run, self._runner.on_cancel)
+        return AgentStream(lambda: self._start(content, session_id, on_busy, output), self._client, self._after_run, self._runner.on_cancel, self._stored_result)
 
     @streams
     def resume_stream(self, run_id: str, output_type: Any = None) -> AgentStream:
         """``resume()``, streamed, with the events of :meth:`stream`."""
         run_id = _check_run_id(run_id)
         output = _output(output_type)
-        return AgentStream(lambda: self._runner.resume(run_id, output), self._client, self._after_run, self._runner.on_cancel)
+        return AgentStream(lambda: self._runner.resume(run_id, output), self._client, self._after_run, self._runner.on_cancel, self._stored_result)
 
     def _checked_run_arguments(self, message: UserContent, session_id: str | None, on_busy: str) -> tuple[Content, str, str]:
         content = check_content(message)
@@ -152,6 +152,9 @@ class OmniCoreAgent:
         result = run_to_end(self._runner.resume(run_id, _output(output_type)), self._client.complete)
         self._after_run(result)
         return result
+
+    def _stored_result(self, run_id: str) -> RunResult:
+        return result_of(run_state.load(self._store(), self.name, run_id))
 
     def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult:
         """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""

@@ -113,8 +113,9 @@ class AgentStream(EventStream):
         client: ChatClient,
         after_run: Callable[[RunResult], None],
         on_cancel: Callable[[str, Callable[[], None]], None] | None = None,
+        result_of: Callable[[str], RunResult] | None = None,
     ) -> None:
-        self._drive_state = _Drive(open_steps, client, after_run, on_cancel)
+        self._drive_state = _Drive(open_steps, client, after_run, on_cancel, result_of)
 
     @property
     def run_id(self) -> str | None:  # type: ignore[override]
@@ -154,8 +155,10 @@ class _Drive:
         client: ChatClient,
         after_run: Callable[[RunResult], None],
         on_cancel: Callable[[str, Callable[[], None]], None] | None,
+        result_of: Callable[[str], RunResult] | None = None,
     ) -> None:
         self._open_steps = open_steps
+        self._result_of = result_of
         self._client = client
         self._after_run = after_run
         self._on_cancel = on_cancel
@@ -231,3 +234,5 @@ class _Drive:
             except StopIteration:
                 pass
         steps.close()
+        if self.result is None and self.run_id is not None and self._result_of is not None:
+            self.result = self._result_of(self.run_id)  # left between replies: the run as its close ended it

@@ -366,3 +366,27 @@ def test_what_a_run_would_write_after_its_session_is_cleared_never_lands(router,
     assert agent.get_session_history("s", include_inactive=True) == []
     [record] = agent.list_runs()
     assert (record["status"], record["error"]) == ("cancelled", "cancelled: its session was cleared while it ran")
+
+
+def test_a_stream_left_between_replies_has_the_cancelled_result(monkeypatch):
+    from omnisync.run_events import ToolCall
+
+    tools = ToolRegistry()
+
+    @tools.register_tool()
+    def lookup(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    def model(body):
+        if body["messages"][-1]["role"] == "tool":
+            return completion("sunny it is")
+        return completion(None, [{"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"city": "Paris"}'}}])
+
+    install(monkeypatch, model)
+    agent = OmniCoreAgent(name="left", system_instruction="You are a test.", model_config=LOCAL_MODEL, local_tools=tools)
+    with agent.stream("weather?", session_id="s") as stream:
+        for event in stream:
+            if isinstance(event, ToolCall):
+                break
+    assert stream.result["status"] == "cancelled" and stream.result["run_id"] == stream.run_id
