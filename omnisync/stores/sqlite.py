@@ -60,6 +60,8 @@ class Prepared:
 class SQLiteStore(SQLStore):
     """A SQLite file (or ``sqlite://`` in memory) shared by the threads and processes of one machine."""
 
+    writes_run_atomically = True  # a run's last messages and its record in one write transaction
+
     def __init__(self, url: str | None = None, **options: Any) -> None:
         super().__init__(url, **options)
         if self.engine.dialect.name != "sqlite":
