@@ -597,9 +597,11 @@ class Runner:
 
     def _count_usage(self, context: RunContext, completion: Completion, prompt_tokens: list[int] | None = None) -> None:
         """Add the call's usage to the record: the server's, else counted (see :func:`omnisync.usage.counted_usage`)."""
-        if prompt_tokens is None and not completion.usage:
-            prompt_tokens = self.prompt.build(context.history, context.current).tokens
-        usage = counted_usage(completion.usage, self.prompt.counter, prompt_tokens or [], completion.message(), self.tools.schemas())
+        usage = completion.usage
+        if not usage:
+            if prompt_tokens is None:
+                prompt_tokens = self.prompt.build(context.history, context.current).tokens
+            usage = counted_usage(usage, self.prompt.counter, prompt_tokens, completion.message(), self.tools.schemas())
         context.record = context.record.evolve(
             usage=add_usage(context.record.usage, usage),
             model_calls=[*context.record.model_calls, model_call(STEP, usage, completion.model)],
