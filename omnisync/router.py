@@ -45,15 +45,6 @@ def build_store(kind: str, url: str | None = None, **options: Any) -> MemoryStor
     return KINDS[kind].build(url, check_options(kind, options))
 
 
-def open_existing_store(kind: str, url: str | None, options: dict[str, Any]) -> MemoryStore:
-    """The store of ``kind`` at ``url`` (``url`` and ``options`` checked), opened as
-    :func:`build_store` opens it if it is already there; a StoreError naming the place if not."""
-    declared = KINDS[kind]
-    if url is None:
-        raise ConfigurationError(f"MemoryRouter({kind!r}).existing(): a {kind} store lives inside one process; there is none to open")
-    return declared.open_existing_store(url, options)
-
-
 class MemoryRouter:
     """Where history and run records are kept: ``"in_memory"`` (default), ``"sql"``, ``"redis"``, ``"mongodb"``.
 
@@ -76,16 +67,6 @@ class MemoryRouter:
             self._owns_store = True
         self._lock = threading.Lock()
         self._closed = False
-
-    @classmethod
-    def existing(cls, kind: str, *, url: str | None = None, **options: Any) -> "MemoryRouter":
-        """A router on a store that is already there, opened now, creating nothing (no file,
-        table, index or collection): what the command line reads and clears. The same URL,
-        options and environment open the same store as ``MemoryRouter(kind, ...)``; a StoreError
-        names the place when no store is there or it cannot be reached."""
-        router = cls(kind, url=url, **options)
-        router._store = open_existing_store(router._kind, router._url, router._options)
-        return router
 
     @property
     def kind(self) -> str:
@@ -125,3 +106,15 @@ class MemoryRouter:
 
     def __repr__(self) -> str:
         return f"MemoryRouter({self._kind!r})"
+
+
+def existing_router(kind: str, *, url: str | None = None, **options: Any) -> MemoryRouter:
+    """A router on a store that is already there, opened now, creating nothing (no file, table,
+    index or collection): what the command line reads and clears. The same URL, options and
+    environment open the same store as ``MemoryRouter(kind, ...)``, through its registry entry; a
+    StoreError names the place when no store is there or it cannot be reached."""
+    router = MemoryRouter(kind, url=url, **options)
+    if router._url is None:
+        raise ConfigurationError(f"a {kind} store lives inside one process: there is none to open from another")
+    router._store = KINDS[kind].open_existing_store(router._url, router._options)
+    return router

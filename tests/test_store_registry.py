@@ -14,7 +14,7 @@ from omnisync.cli.main import main as cli_main
 from omnisync.doctor import OK, diagnose
 from omnisync.errors import ConfigurationError, StoreError
 from omnisync.messages import Message
-from omnisync.router import MemoryRouter
+from omnisync.router import MemoryRouter, existing_router
 from omnisync.stores.in_memory import InMemoryStore
 from omnisync.stores.registry import KINDS, StoreKind, load
 
@@ -73,7 +73,7 @@ def shelf(monkeypatch):
 
 def test_a_backend_is_its_module_and_one_registry_entry(shelf, monkeypatch, capsys):
     with pytest.raises(StoreError, match="no store at shelf://one"):
-        MemoryRouter.existing("shelf", url="shelf://one")
+        existing_router("shelf", url="shelf://one")
     assert _SHELVES == {}  # looking created nothing
     with pytest.raises(ConfigurationError, match="does not take colour; it takes connect_timeout, timeout, label only"):
         MemoryRouter("shelf", url="shelf://one", colour="red")

@@ -3,7 +3,7 @@
 Opening a store makes it (a SQLite file, tables, a MongoDB collection and its indexes), which
 is right for an agent and an import, and wrong for ``sessions`` with a typo in the path: that
 would leave an empty store behind and answer "no sessions". So these commands open the store
-with :meth:`MemoryRouter.existing`, which reads the URL, options and environment exactly as
+with :func:`omnisync.router.existing_router`, which reads the URL, options and environment exactly as
 ``MemoryRouter`` does and asks the kind's registry entry how to look before it opens:
 
 - SQLite: the file exists and holds omnisync's tables (the in-memory database holds nothing).
@@ -15,10 +15,10 @@ with :meth:`MemoryRouter.existing`, which reads the URL, options and environment
 
 from __future__ import annotations
 
-from ..router import MemoryRouter
+from ..router import MemoryRouter, existing_router
 from .connect import choose_kind
 
 
 def open_existing(kind: str | None, url: str | None, timeout: float) -> MemoryRouter:
     """A router on a store that is already there; a StoreError naming the place if it is not."""
-    return MemoryRouter.existing(choose_kind(kind, url), url=url, connect_timeout=timeout)
+    return existing_router(choose_kind(kind, url), url=url, connect_timeout=timeout)
