@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import secrets
 import select
 import threading
 import time
@@ -160,6 +161,8 @@ class SQLStore(MemoryStore):
         self._upsert_counter = UPSERT_COUNTER[dialect]
         self._load_lease = _load_lease_statement(dialect)
         self._is_postgres = dialect == "postgresql"
+        if self._is_postgres:
+            self.writes_run_atomically = True  # APPEND_AND_SAVE_RUN: one statement
         # One shared connection (in-memory SQLite) must not interleave two transactions.
         self._serial = threading.RLock() if isinstance(self.engine.pool, StaticPool) else None
         if dialect == "sqlite":
@@ -249,6 +252,35 @@ class SQLStore(MemoryStore):
         for message in written:
             message.seq += last_seq
         return written
+
+    def append_and_save_run(
+        self, agent: str, session_id: str, messages: Sequence[Message], record: RunRecord, expected_version: int | None
+    ) -> tuple[list[Message], RunRecord]:
+        """On PostgreSQL one statement, both or neither (the record's version checked first); a
+        record saved so keeps the ``first_written_seq`` it had. Elsewhere the plain calls."""
+        if not self._is_postgres or not messages or expected_version is None:
+            return super().append_and_save_run(agent, session_id, messages, record, expected_version)
+        now = utcnow()
+        written, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
+        stand_in = -1 - secrets.randbelow(10**12) if record.first_written_seq is None else None
+        saved = record.evolve(version=expected_version + 1, **({"first_written_seq": stand_in} if stand_in is not None else {}))
+        marker = f'"first_written_seq":{stand_in}' if stand_in is not None else ""  # the statement writes the first seq there
+        params = {
+            **append_params(agent, session_id, rows, _micros(now)),
+            **run_values(saved),
+            **run_key(record, expected_version),
+            "marker": marker,
+            "first": rows[0]["seq"],
+        }
+        seqs = self._rows_of(APPEND_AND_SAVE_RUN, params, write=True)
+        if not seqs:
+            raise run_conflict(record, expected_version)
+        last_seq = max(seq for (seq,) in seqs)
+        for message in written:
+            message.seq += last_seq
+        if stand_in is not None:
+            saved = saved.evolve(first_written_seq=written[0].seq)
+        return written, saved
 
     def _rows_of(self, statement: Any, params: dict[str, Any], write: bool = False) -> Sequence[Any]:
         """The rows of one statement, atomic on its own (PostgresStore runs the hottest on the driver)."""
@@ -521,6 +553,25 @@ APPEND_SQL = (
     + f") AS given(seq, {', '.join(APPEND_COLUMNS)}) RETURNING seq"
 )
 APPEND = sa.text(APPEND_SQL)
+_COUNTER_VALUES = "INSERT INTO omnisync_sessions (agent, session_id, last_seq, updated_at_us) VALUES (:agent, :session_id, :step, :now) "
+assert _COUNTER_VALUES in APPEND_SQL
+APPEND_AND_SAVE_RUN = sa.text(
+    "WITH fits AS (SELECT 1 FROM omnisync_runs WHERE agent = :key_agent AND run_id = :key_run_id AND version = :expected FOR UPDATE), "
+    + APPEND_SQL.removeprefix("WITH ").replace(
+        _COUNTER_VALUES,
+        "INSERT INTO omnisync_sessions (agent, session_id, last_seq, updated_at_us) "
+        "SELECT :agent, :session_id, CAST(:step AS INTEGER), CAST(:now AS BIGINT) FROM fits ",
+    ).replace(
+        " INSERT INTO omnisync_messages",
+        ", saved AS (UPDATE omnisync_runs SET session_id = :v_session_id, kind = :v_kind, status = :v_status, "
+        "version = :v_version, created_at = :v_created_at, finished_at = :v_finished_at, "
+        "data = replace(CAST(:v_data AS TEXT), CAST(:marker AS TEXT), '\"first_written_seq\":' || CAST(counter.last_seq + CAST(:first AS INTEGER) AS TEXT)) "
+        "FROM counter WHERE agent = :key_agent AND run_id = :key_run_id) INSERT INTO omnisync_messages",
+        1,
+    )
+)
+"""PostgreSQL: a run's last messages and its record in one statement, the append made only if
+the record's compare-and-set matched (no row returned: it did not, and nothing was written)."""
 
 
 def append_params(agent: str, session_id: str, rows: Sequence[dict[str, Any]], now_us: int) -> dict[str, Any]:
