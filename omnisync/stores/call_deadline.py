@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,9 @@ class Watchdog:
         self._wakes_at = float("inf")
         self._thread: threading.Thread | None = None
 
-    def arm(self, key: int, fileno: Callable[[], int], seconds: float) -> None:
-        """Start (or restart) the deadline of the connection ``key``, ``seconds`` from now."""
-        watch = _Watch(time.monotonic() + seconds, seconds, fileno, fileno(), threading.get_ident())
+    def arm(self, key: int, fileno: Callable[[], int], fd: int, seconds: float) -> None:
+        """Start (or restart) the deadline of the connection ``key`` (its socket ``fd``), ``seconds`` from now."""
+        watch = _Watch(time.monotonic() + seconds, seconds, fileno, fd, threading.get_ident())
         with self._lock:
             self._cut.pop(watch.thread, None)
             self._armed.pop(key, None)
@@ -104,7 +105,11 @@ def bound_every_call(engine: Engine, seconds: float) -> None:
 
     @event.listens_for(engine, "checkout", insert=True)
     def _arm(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        WATCHDOG.arm(id(record), dbapi_connection.fileno, seconds)
+        try:
+            fd = dbapi_connection.fileno()
+        except Exception as exc:  # noqa: BLE001 - the driver's "connection closed": the pool takes another
+            raise DisconnectionError(f"the pooled connection has no socket: {exc}") from exc
+        WATCHDOG.arm(id(record), dbapi_connection.fileno, fd, seconds)
 
     @event.listens_for(engine, "checkin")
     def _disarm(_dbapi_connection: Any, record: Any) -> None:

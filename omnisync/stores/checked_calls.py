@@ -92,6 +92,9 @@ CHECKS: dict[str, dict[str, Check]] = {
 """Per method of the store contract, the check of each argument it names."""
 
 
+_MISSING = inspect.Parameter.empty
+
+
 class _Depth(threading.local):
     inside = False
 
@@ -115,7 +118,7 @@ def checked(method: Callable[..., Any], checks: dict[str, Check]) -> Callable[..
             return method(self, *args, **kwargs)
         for index, name, default, check in where:
             value = args[index] if index < len(args) else kwargs.get(name, default)
-            if value is not inspect.Parameter.empty:  # a missing argument: the call itself says so
+            if value is not _MISSING:  # a missing argument: the call itself says so
                 check(value, name)
         _depth.inside = True
         try:
