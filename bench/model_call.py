@@ -7,7 +7,8 @@ Every client sends the same body (a system prompt and ``--messages`` chat messag
 encoded on each call, as any client given new messages must) with the same headers, and
 reads the same answer (the reply's text, from the JSON body). They take turns call by call,
 in a shuffled order each round, so load drifts hit all of them alike. The server (bench/model_server.py) runs in its
-own process and answers at once: the figures are client cost plus loopback.
+own process and answers at once: the figures are client cost plus loopback. Each call's CPU
+time in this process is shown too: on a loaded shared machine it moves far less than the wall time.
 
 - ours: ``ChatClient.complete`` (its Completion, retries armed, deadline checked)
 - requests, prepared: one reused ``Session``, one ``PreparedRequest`` built once whose body is
@@ -116,32 +117,36 @@ CLIENTS = {
 BASELINES = ("requests, reused Session + prepared request", "http.client, kept-alive connection")
 
 
-def measure(calls: dict[str, Call], rounds: int) -> dict[str, list[float]]:
+def measure(calls: dict[str, Call], rounds: int) -> dict[str, list[tuple[float, float]]]:
     answers = {name: call() for name, call in calls.items()}
     assert len(set(answers.values())) == 1, answers  # every client read the same text
     for call in calls.values():
         for _ in range(50):
             call()  # warm up: connections, caches
-    seconds: dict[str, list[float]] = {name: [] for name in calls}
+    seconds: dict[str, list[tuple[float, float]]] = {name: [] for name in calls}  # (wall, this process's CPU)
     order = list(calls.items())
     for _ in range(rounds):
         random.shuffle(order)
         for name, call in order:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             call()
-            seconds[name].append(time.perf_counter() - started)
+            seconds[name].append((time.perf_counter() - started, time.process_time() - cpu))
     return seconds
 
 
-def table(seconds: dict[str, list[float]]) -> str:
-    medians = {name: statistics.median(runs) for name, runs in seconds.items()}
+def table(seconds: dict[str, list[tuple[float, float]]]) -> str:
+    wall = {name: statistics.median(w for w, _ in runs) for name, runs in seconds.items()}
+    cpu = {name: statistics.median(c for _, c in runs) for name, runs in seconds.items()}
     lines = [
-        "| client | per call, median us | / requests prepared | / http.client |",
-        "|---|---:|---:|---:|",
+        "| client | per call, median us | / requests prepared | / http.client | client CPU, median us | CPU / requests prepared |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    first, second = (medians[name] for name in BASELINES)
-    for name, median in medians.items():
-        lines.append(f"| {name} | {median * 1e6:.0f} | {median / first:.2f}x | {median / second:.2f}x |")
+    first, second = BASELINES
+    for name in seconds:
+        lines.append(
+            f"| {name} | {wall[name] * 1e6:.0f} | {wall[name] / wall[first]:.2f}x | {wall[name] / wall[second]:.2f}x | "
+            f"{cpu[name] * 1e6:.0f} | {cpu[name] / cpu[first]:.2f}x |"
+        )
     return "\n".join(lines)
 
 

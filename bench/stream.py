@@ -166,9 +166,10 @@ def measure(clients: dict[str, Callable[[int], Timing]], chunks: int, repeat: in
 
 
 def table(results: dict[int, list[dict[str, list[Timing]]]]) -> str:
-    """Per client, the median over runs of each run's medians; the ratios to raw of each run beside it."""
+    """Per client, the median over runs of each run's medians; a ratio to raw is the median of
+    the runs' ratios (each run's median over raw's in the same run), each run's beside it."""
     lines = [
-        "| answer | client | first text, median ms | total, median ms | first text / raw | per run | total / raw | total - raw, ms |",
+        "| answer | client | first text, median ms | total, median ms | first text / raw, median of runs | per run | total / raw | total - raw, ms |",
         "|---|---|---:|---:|---:|---|---:|---:|",
     ]
     for chunks, runs in results.items():
@@ -179,12 +180,14 @@ def table(results: dict[int, list[dict[str, list[Timing]]]]) -> str:
         for name in per_run[0]:
             first = statistics.median(run[name][0] for run in per_run)
             total = statistics.median(run[name][1] for run in per_run)
-            raw_first = statistics.median(run["raw requests + parser"][0] for run in per_run)
-            raw_total = statistics.median(run["raw requests + parser"][1] for run in per_run)
-            each = " / ".join(f"{run[name][0] / run['raw requests + parser'][0]:.2f}" for run in per_run)
+            raw = [run["raw requests + parser"] for run in per_run]
+            first_ratios = [run[name][0] / base[0] for run, base in zip(per_run, raw)]
+            total_ratio = statistics.median(run[name][1] / base[1] for run, base in zip(per_run, raw))
+            total_over = statistics.median(run[name][1] - base[1] for run, base in zip(per_run, raw))
+            each = " / ".join(f"{ratio:.2f}" for ratio in first_ratios)
             lines.append(
-                f"| {chunks} chunks | {name} | {first * 1e3:.2f} | {total * 1e3:.2f} | {first / raw_first:.2f}x | {each} | "
-                f"{total / raw_total:.2f}x | {(total - raw_total) * 1e3:+.2f} |"
+                f"| {chunks} chunks | {name} | {first * 1e3:.2f} | {total * 1e3:.2f} | {statistics.median(first_ratios):.2f}x | {each} | "
+                f"{total_ratio:.2f}x | {total_over * 1e3:+.2f} |"
             )
     return "\n".join(lines)
 

@@ -54,6 +54,9 @@ class ChatClient:
         self._minted = RecentSecrets(MINTED_TOKENS_KEPT)
         self._transport = Transport(self.url, config.default_query, config.http_session)
         self._retrying = retrying(config.max_retries, sleep)  # its per-call state is thread-local: one serves every thread
+        self._fixed_headers: dict[str, str] | None = None
+        if not callable(config.api_key):
+            self._fixed_headers = self.request_headers()
 
     @property
     def url(self) -> str:
@@ -65,7 +68,13 @@ class ChatClient:
         return redact_url(self.url)
 
     def request_headers(self) -> dict[str, str]:
-        """The headers of one request: a callable ``api_key`` is called now; ``default_headers`` replace ours of the same name."""
+        """The headers of one request: a callable ``api_key`` is called now; ``default_headers`` replace ours of the same name.
+
+        With a key that is a string (or none), they never change: the same dict every time, which
+        the transport merges with requests' defaults once.
+        """
+        if self._fixed_headers is not None:
+            return self._fixed_headers
         headers = {"User-Agent": USER_AGENT}
         key = call_api_key(self.config.api_key, self._minted)
         if key is not None:

@@ -30,6 +30,7 @@ class Transport:
         self._proxies: dict[str, str] = requests.utils.get_environ_proxies(url)
         self._verify: bool | str = _env.ca_bundle() or True
         self._default_headers: CaseInsensitiveDict[str | bytes] = CaseInsensitiveDict(requests.utils.default_headers())
+        self._last_merged: tuple[Mapping[str, str], CaseInsensitiveDict[str | bytes]] | None = None
         self._local = threading.local()
         self._sessions: list[requests.Session] = []
         self._sessions_lock = threading.Lock()
@@ -43,14 +44,24 @@ class Transport:
         request = requests.PreparedRequest()
         request.method = "POST"
         request.url = self.prepared_url
-        request.headers = self._default_headers.copy()
-        request.headers.update(headers)
-        request.headers.setdefault("Content-Type", "application/json")
+        request.headers = self._merged(headers).copy()
         request.headers["Content-Length"] = str(len(body))
         request.body = body
         if session.cookies:  # what the server set earlier goes back, as Session.post would send it
             request.prepare_cookies(session.cookies)
         return session.send(request, timeout=timeout, stream=True, verify=self._verify, proxies=self._proxies, cert=None)
+
+    def _merged(self, headers: Mapping[str, str]) -> CaseInsensitiveDict[str | bytes]:
+        """requests' default headers with ``headers`` over them, and JSON's Content-Type unless they
+        name one; kept for the next call that passes the same mapping (a client whose headers never change)."""
+        last = self._last_merged
+        if last is not None and last[0] is headers:
+            return last[1]
+        merged = self._default_headers.copy()
+        merged.update(headers)
+        merged.setdefault("Content-Type", "application/json")
+        self._last_merged = (headers, merged)  # one assignment: threads see a matching pair
+        return merged
 
     def _session(self) -> requests.Session:
         session: requests.Session | None = getattr(self._local, "session", None)
