@@ -237,16 +237,17 @@ def _open_store_at(url: str, go) -> None:
 def test_the_driver_path_hands_its_connection_back_out_of_autocommit(pg_url, monkeypatch):
     """PostgresStore runs its statements in autocommit; a connection left so would run the next
     SQLAlchemy transaction's statements one by one, each committed on its own."""
+    session = f"autocommit-{uuid.uuid4().hex}"  # the module's database is shared with other tests
     with PostgresStore(pg_url) as store:
         with pytest.raises(StoreError):
-            store.append(AGENT, "s", [user("a NUL \x00 inside")])  # refused by the driver
+            store.append(AGENT, session, [user("a NUL \x00 inside")])  # refused by the driver
         with monkeypatch.context() as patched:
             patched.setattr(psycopg.Cursor, "fetchall", lambda cursor: (_ for _ in ()).throw(RuntimeError("not the driver's")))
             with pytest.raises(RuntimeError):
-                store.window(AGENT, "s", max_messages=5)
+                store.window(AGENT, session, max_messages=5)
         pooled = store.engine.raw_connection()
         try:
             assert pooled.driver_connection.autocommit is False
         finally:
             pooled.close()
-        assert store.append(AGENT, "s", [user("kept")])[0].seq == 2  # the refused write took no seq
+        assert store.append(AGENT, session, [user("kept")])[0].seq == 2  # the refused write took no seq

@@ -6,10 +6,11 @@ import pytest
 
 from omnisync.stores.base import MemoryStore
 from omnisync.stores.registry import KINDS
+from omnisync.stores.postgres import PostgresStore
 from omnisync.stores.sqlite import SQLiteStore
 
-# Every kind the registry declares, and the subclass a SQLite URL opens.
-BACKENDS = [kind.store_class() for kind in KINDS.values()] + [SQLiteStore]
+# Every kind the registry declares, and the subclasses a SQLite and a PostgreSQL URL open.
+BACKENDS = [kind.store_class() for kind in KINDS.values()] + [SQLiteStore, PostgresStore]
 PUBLIC = [name for name, member in inspect.getmembers(MemoryStore, inspect.isfunction) if not name.startswith("_")]
 
 
