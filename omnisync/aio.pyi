@@ -56,10 +56,15 @@ class OmniCoreAgent:
     async def bind_request_key(self, session_id: str, key: str, run_id: str) -> None:
         """The key's run started: later requests with the key get ``run_id``."""
     async def cancel_run(self, run_id: str, reason: str | None = None) -> RunResult:
-        """End a paused run, or one whose process died, as cancelled; it frees its session.
+        """Stop a run, wherever it is driven; it frees its session.
 
-        Its tool calls that have no result yet are answered as not run, so the session stays
-        valid for the model."""
+        A paused run, or one whose driver died, ends cancelled at once. A running one, in this
+        process or another, is asked to stop: its driver reads the request at its next step or
+        streamed chunk (within about a second while it waits on the model), keeps the text
+        received so far (marked partial) and ends it cancelled. This returns the ended run, or,
+        if it still runs after a few seconds (a blocking model call that has not returned),
+        its state with ``cancel_requested: True``. Tool calls that have no result yet are
+        answered as not run, so the session stays valid for the model."""
     async def check_store(self) -> None:
         """Raise StoreError unless this agent's store answers a read (a readiness probe)."""
     async def claim_request_key(self, session_id: str, key: str, request_hash: str) -> str | None:
@@ -68,7 +73,10 @@ class OmniCoreAgent:
     async def cleanup(self) -> None:
         """Wait for pending summaries and release what this agent owns (not a router you passed in)."""
     async def clear_session_history(self, session_id: str | None = None) -> int:
-        """Forget one session, or with no id every session of this agent; return how many messages went."""
+        """Forget one session, or with no id every session of this agent; return how many messages went.
+
+        A run still going (or paused) in a session cleared is ended cancelled first, so nothing it
+        would write afterwards lands in the cleared session; its driver stops with RunConflictError."""
     async def get_memory_store_type(self) -> str: ...
     async def get_run(self, run_id: str) -> RunRecordDict:
         """The run's record as a dict."""

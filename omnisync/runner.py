@@ -575,6 +575,14 @@ class Runner:
             context.record = run_state.save_progress(store, record.evolve(version=context.record.version), self.config.run_lease_seconds)
         context.leased_at = saved_at
 
+    def _check_still_ours(self, store: MemoryStore, context: RunContext) -> None:
+        """One read: the record is still the version this driver saved (where the last write and
+        the record's save cannot be one step, the narrowest fence a store without transactions offers)."""
+        with self._fenced(store, context.record):
+            stored = store.load_run(self.agent, context.record.run_id)
+            if stored is None or stored.version != context.record.version:
+                raise RunConflictError(f"run {context.record.run_id} was changed by someone else (expected version {context.record.version})")
+
     @contextmanager
     def _fenced(self, store: MemoryStore, record: RunRecord) -> Iterator[None]:
         """A save of the run refused because another driver changed its record: say who and why."""
@@ -666,8 +674,8 @@ class Runner:
         written = bool(context.unwritten)
         with context.lock:
             if written:
-                if not store.writes_run_atomically:  # the record first, so a run someone else ended (a clear, a take-over) writes nothing
-                    self._save(store, context, context.record)
+                if not store.writes_run_atomically:  # a run someone else ended (a clear, a take-over) writes nothing
+                    self._check_still_ours(store, context)
                 with self._writing(store, context), self._fenced(store, context.record):
                     _, context.record = run_state.finish_with_messages(
                         store, context.record, context.unwritten, status, retention_days=self.config.run_retention_days, response=response, error=error

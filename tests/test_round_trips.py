@@ -197,14 +197,16 @@ def test_a_run_on_redis_makes_three_round_trips(monkeypatch):
 
 
 @pytest.mark.backend("mongodb")
-def test_a_run_on_mongodb_makes_at_most_eleven_commands(monkeypatch):
+def test_a_run_on_mongodb_makes_at_most_twelve_commands(monkeypatch):
     """Issue 12's goal is 6; this holds what FerretDB allows today, so a regression fails (15
     before the session's lease and the run's record were saved together).
 
     Three reads: the lease, then the run it names (no $lookup on FerretDB), then the window (no
     $unionWith); the lease and the new record: one insert_many, one find, one delete; the
     append: the newest seq, then the insert; the ending: insert, check, delete of old versions.
-    A save is an insert and a check because FerretDB's updates are not atomic (mongo.py)."""
+    A save is an insert and a check because FerretDB's updates are not atomic (mongo.py). One
+    more: before its last write a run reads its record once, so a run a clear or a take-over
+    ended writes nothing (there is no transaction to write both at once; issue 30)."""
     pymongo = pytest.importorskip("pymongo")
     from pymongo import monitoring
 
@@ -243,4 +245,4 @@ def test_a_run_on_mongodb_makes_at_most_eleven_commands(monkeypatch):
             trips = _one_run_counted(router, count, monkeypatch)
         finally:
             router.store.client.drop_database(db_name)  # type: ignore[attr-defined]
-    assert len(trips) <= 11, trips
+    assert len(trips) <= 12, trips
