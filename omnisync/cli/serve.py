@@ -57,7 +57,9 @@ def serve(args: argparse.Namespace, timeout: float) -> int:
             "give --token-file or set OMNISYNC_SERVE_TOKENS to listen elsewhere"
         )
     if args.workers > 1:
-        private = [name for name, agent in served.items() if agent.blocking.get_memory_store_type() == "in_memory"]
+        from ..stores.registry import KINDS
+
+        private = [name for name, agent in served.items() if not KINDS[agent.blocking.get_memory_store_type()].networked]
         if private:
             raise UsageError(f"--workers {args.workers}: agent(s) {', '.join(private)} keep memory in their process; give them a store every worker reaches (sql, redis, mongodb)")
     if tokens is None:

@@ -16,6 +16,7 @@ from .. import aio
 from ..agent import OmniCoreAgent
 from ..errors import ConfigurationError
 from ..storable import unstorable_characters
+from ..stores.registry import KINDS
 
 AnyAgent = Union[OmniCoreAgent, aio.OmniCoreAgent]
 Agents = Union[AnyAgent, Sequence[AnyAgent], Mapping[str, AnyAgent]]
@@ -68,4 +69,4 @@ def _check_apart(served: Mapping[str, aio.OmniCoreAgent]) -> None:
 def _may_share_a_store(a: OmniCoreAgent, b: OmniCoreAgent) -> bool:
     if a.memory_router is b.memory_router:
         return True
-    return not (a.get_memory_store_type() == b.get_memory_store_type() == "in_memory")
+    return KINDS[a.get_memory_store_type()].networked or KINDS[b.get_memory_store_type()].networked  # two in-process stores are apart
