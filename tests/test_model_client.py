@@ -292,3 +292,50 @@ def test_a_read_timeout_names_every_setting_that_helps(monkeypatch, streamed, li
     message = str(error.value)
     for knob in ("within 5 s", "model_config 'timeout'", "OMNISYNC_MODEL_TIMEOUT", "model_config 'max_tokens'", "OMNISYNC_MAX_TOKENS", shown):
         assert knob in message, knob
+
+
+def test_the_deadline_bounds_a_body_that_trickles_in_a_byte_at_a_time():
+    """Each byte comes well within the read timeout, the whole body never does: the call's
+    deadline ends it, however the body arrives (issue 30)."""
+    import http.server
+    import threading
+    import time as clock
+
+    from omnisync.errors import ModelTimeoutError
+    from omnisync.model.client import ChatClient
+    from omnisync.model.config import ModelConfig
+
+    class Trickle(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            try:
+                for _ in range(200):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    clock.sleep(0.1)
+            except OSError:
+                pass
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config = ModelConfig.from_dict(
+            {"provider": "openai", "model": "m", "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1", "max_retries": 0, "timeout": 5, "deadline": 1}
+        )
+        started = clock.monotonic()
+        with pytest.raises(ModelTimeoutError, match="deadline"):
+            ChatClient(config).complete([{"role": "user", "content": "hi"}])
+        assert clock.monotonic() - started < 3
+    finally:
+        server.shutdown()
+        server.server_close()

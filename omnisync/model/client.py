@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -9,6 +10,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import requests
+import urllib3
 
 from .._logging import logger
 from ..errors import (
@@ -21,6 +23,7 @@ from ..errors import (
     status_error_class,
 )
 from ..redact import RecentSecrets, redact_text, redact_url, redact_value, remember_secret
+from .body import reader as body_reader
 from .completion import Completion, parse_completion
 from .config import SAMPLING_OPTIONS, ModelConfig
 from .extra_body import check_extra_body
@@ -30,7 +33,6 @@ from .stream import CompletionStream
 from .transport import Transport
 
 USER_AGENT = "omnisync/0.1"
-_BODY_CHUNK = 65536
 MINTED_TOKENS_KEPT = 16  # a callable key's latest tokens, redacted in case an error quotes one after its request
 OUTPUT_LIMITS = ("max_tokens", "max_completion_tokens")
 DEFAULT_STREAM_DEADLINE = 600.0  # seconds for a whole streamed call: long answers fit, a trickling server does not hold it forever
@@ -162,12 +164,15 @@ class ChatClient:
     def _read_body(self, response: requests.Response, deadline_at: float) -> bytes:
         """The response body, read in chunks until the call's deadline."""
         chunks = []
+        read = body_reader(response, deadline_at, self._clock)
         try:
-            for chunk in response.iter_content(_BODY_CHUNK):
+            while chunk := read():
                 chunks.append(chunk)
                 if self._clock() > deadline_at:
                     raise self._past_deadline(request_sent=True)
-        except requests.RequestException as exc:
+        except (OSError, http.client.HTTPException, urllib3.exceptions.HTTPError, requests.RequestException) as exc:
+            if self._clock() > deadline_at:
+                raise self._past_deadline(request_sent=True) from exc
             error = ModelTimeoutError(f"{self.shown_url} stopped sending its answer: {redact_text(str(exc))}")
             error.request_sent = True
             raise error from exc

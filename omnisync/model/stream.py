@@ -31,10 +31,11 @@ from .._logging import logger
 from ..errors import ModelResponseError, ModelStreamError, StreamInterruptedError, StreamServerError
 from ..redact import redact_url
 from ..usage import read_usage
+from .body import reader as body_reader
 from .completion import Completion, parse_completion
 from .sse import EventParser
 
-READ_SIZE = 65536
+
 END_WAIT_SECONDS = 1.0  # after [DONE], how long the body's last chunk may take before the connection is dropped, not reused
 END_READS = 4
 
@@ -265,6 +266,11 @@ class CompletionStream:
             try:
                 chunk = read()
             except (OSError, http.client.HTTPException, urllib3.exceptions.HTTPError, requests.RequestException) as exc:
+                if self._clock() > self._deadline_at:
+                    raise StreamInterruptedError(
+                        f"{self.url} was still streaming at the call's deadline; pass a longer deadline to stream()",
+                        partial=self._assembler.partial(),
+                    ) from exc
                 raise StreamInterruptedError(
                     f"{self.url} broke off the stream: {exc}", partial=self._assembler.partial()
                 ) from exc
@@ -279,10 +285,4 @@ class CompletionStream:
                 )
 
     def _reader(self) -> Callable[[], bytes]:
-        raw = self.response.raw
-        if isinstance(raw, urllib3.response.BaseHTTPResponse) and hasattr(raw, "read1"):
-            return lambda: raw.read1(READ_SIZE, decode_content=True)
-        if hasattr(raw, "read1"):  # a stand-in such as vcrpy's replayed response (stored decoded)
-            return lambda: raw.read1(READ_SIZE)
-        pieces = self.response.iter_content(READ_SIZE)  # urllib3 1.x: chunked bodies still come chunk by chunk
-        return lambda: next(pieces, b"")
+        return body_reader(self.response, self._deadline_at, self._clock)
