@@ -12,14 +12,14 @@ import functools
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from backends import IN_CI
+from serve_servers import http_server
 from test_serve_page import CHROMIUM, TIMEOUT_MS, browser_or_skip
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,23 +41,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert done.returncode == 0, done.stderr
-    with static_server(built) as base:
+    with http_server(functools.partial(QuietHandler, directory=str(built))) as base:
         yield base
-
-
-@contextmanager
-def static_server(folder: Path) -> Iterator[str]:
-    handler = functools.partial(QuietHandler, directory=str(folder))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 class QuietHandler(SimpleHTTPRequestHandler):
@@ -89,7 +74,8 @@ def test_the_sites_search_finds_a_word_on_the_page_that_holds_it(site):
         page.keyboard.press("/")  # the site's shortcut to the search box
         search = page.locator("input.md-search__input")
         expect(search).to_be_focused()
-        search.fill("PgBouncer")
+        expect(page.locator(".md-search-result__meta")).to_have_text("Type to start searching")  # its index is loaded
+        search.press_sequentially("PgBouncer")  # typed, as the search listens to keys
         results = page.locator(".md-search-result__item")
         expect(results.first).to_be_visible()
         expect(page.locator(".md-search-result")).to_contain_text("Operating it")
