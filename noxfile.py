@@ -24,7 +24,7 @@ import nox
 ROOT = Path(__file__).resolve().parent
 DIST = ROOT / "dist"
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]  # tests/test_packaging.py holds setup.cfg's classifiers to this
-SUITE = ("tests", "cassettes", "examples", "scripts", ".ci", "setup.cfg", "noxfile.py", "README.md", "ARCHITECTURE.md")
+SUITE = ("tests", "cassettes", "examples", "scripts", ".ci", "setup.cfg", "noxfile.py", "README.md", "ARCHITECTURE.md", "docs", "mkdocs.yml", "CHANGELOG.md", "SECURITY.md", "CONTRIBUTING.md")
 
 SHOW_VERSIONS = "import sys, importlib.metadata as m; print(*(f'{n}=={m.version(n)}' for n in sys.argv[1:]))"
 
@@ -33,7 +33,7 @@ SHOW_VERSIONS = "import sys, importlib.metadata as m; print(*(f'{n}=={m.version(
 # omnisync and its dependencies from source again, and the suite takes twice as long.
 os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 
-nox.options.sessions = ["build", "tests", "user_project", "lowest", "typecheck"]
+nox.options.sessions = ["build", "tests", "user_project", "lowest", "typecheck", "docs"]
 nox.options.default_venv_backend = "uv|virtualenv"
 
 
@@ -95,6 +95,13 @@ def typecheck(session: nox.Session) -> None:
     print(report)
     if "Type completeness score: 100%" not in str(report):
         session.error("pyright --verifytypes: not every public symbol's type is known (see above)")
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """The documentation site built strictly: a broken link, anchor or API reference fails it."""
+    session.install(f"omnisync[docs] @ {built_wheel(session).as_uri()}")
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site"), env={"NO_MKDOCS_2_WARNING": "1"})
 
 
 def built_wheel(session: nox.Session) -> Path:

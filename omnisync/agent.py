@@ -298,6 +298,7 @@ class OmniCoreAgent:
         return cast(Preview, self._prompt.preview(self._store(), self.name, session_id, content))
 
     def get_memory_store_type(self) -> str:
+        """The name of the backend this agent keeps its memory in (``"sql"``, ``"redis"``, ...)."""
         return self._router.kind
 
     def switch_memory_store(self, kind: str, url: str | None = None) -> None:
@@ -311,6 +312,7 @@ class OmniCoreAgent:
 
     @property
     def memory_router(self) -> MemoryRouter:
+        """The router this agent reads and writes its sessions and run records through."""
         return self._router
 
     # --- lifecycle -------------------------------------------------------------------------

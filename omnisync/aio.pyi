@@ -26,12 +26,16 @@ class MemoryRouter:
     async def close(self) -> None:
         """Release the store's connections (only a store this router built)."""
     @property
-    def closed(self) -> bool: ...
-    async def get_memory_store_type(self) -> str: ...
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (a closed router opens nothing again)."""
+    async def get_memory_store_type(self) -> str:
+        """The backend's name, as :attr:`kind`."""
     @property
-    def kind(self) -> str: ...
+    def kind(self) -> str:
+        """The backend's name: ``"in_memory"``, ``"sql"``, ``"redis"`` or ``"mongodb"`` (for a store you passed in, its own ``kind``)."""
     @property
-    def store(self) -> MemoryStore: ...
+    def store(self) -> MemoryStore:
+        """The store, opened on first use; raises ConfigurationError once the router is closed."""
     async def __aenter__(self) -> MemoryRouter: ...
     async def __aexit__(self, *exc_info: object) -> None: ...
     def __enter__(self) -> MemoryRouter: ...
@@ -77,7 +81,8 @@ class OmniCoreAgent:
 
         A run still going (or paused) in a session cleared is ended cancelled first, so nothing it
         would write afterwards lands in the cleared session; its driver stops with RunConflictError."""
-    async def get_memory_store_type(self) -> str: ...
+    async def get_memory_store_type(self) -> str:
+        """The name of the backend this agent keeps its memory in (``"sql"``, ``"redis"``, ...)."""
     async def get_run(self, run_id: str) -> RunRecordDict:
         """The run's record as a dict."""
     async def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[HistoryMessage]:
@@ -109,7 +114,8 @@ class OmniCoreAgent:
         ``cursor`` (None: from the start), and the ``next_cursor`` for the page after this one
         (None on the last). One bounded read of the store per page."""
     @property
-    def memory_router(self) -> MemoryRouter: ...
+    def memory_router(self) -> MemoryRouter:
+        """The router this agent reads and writes its sessions and run records through."""
     async def preview(self, session_id: str, message: UserContent | None = None) -> Preview:
         """What the next model call of ``session_id`` would be given, without calling the model."""
     async def prune_runs(self) -> int:
@@ -167,29 +173,34 @@ class RemoteAgent:
     def __init__(self, base_url: str, agent: str | None = None, token: str | None = None, timeout: float = 60.0) -> None: ...
     @property
     def blocking(self) -> _BlockingRemoteAgent: ...
-    async def cancel_run(self, run_id: str, reason: str | None = None) -> RunResult: ...
+    async def cancel_run(self, run_id: str, reason: str | None = None) -> RunResult:
+        """Stop a running run or end a paused one as cancelled, on the server; it frees its session."""
     async def cleanup(self) -> None:
         """Close the connections to the server."""
     async def clear_session_history(self, session_id: str | None = None) -> int:
         """Forget one session; return how many messages went."""
-    async def get_run(self, run_id: str) -> RunRecordDict: ...
+    async def get_run(self, run_id: str) -> RunRecordDict:
+        """The run's record as the server keeps it."""
     async def get_session_history(self, session_id: str, include_inactive: bool = False) -> list[HistoryMessage]:
         """Every message, oldest first (the server's pages followed)."""
     async def get_session_history_page(self, session_id: str, *, cursor: str | None = None, limit: int = 100, include_inactive: bool = False) -> HistoryPage:
         """As :meth:`OmniCoreAgent.get_session_history_page`; the server allows up to 500 a page."""
     async def get_session_usage(self, session_id: str) -> SessionUsage:
         """As :meth:`OmniCoreAgent.get_session_usage`: every model call of the session's runs added up."""
-    async def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult: ...
+    async def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult:
+        """Raise the limits of a run that awaits budget by these amounts; then call ``resume``."""
     async def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[RunRecordDict]:
         """Every run of this agent, oldest first (the server's pages followed)."""
     async def list_runs_page(self, *, status: str | None = None, session_id: str | None = None, cursor: str | None = None, limit: int = 100) -> RunsPage:
         """As :meth:`OmniCoreAgent.list_runs_page`; the server allows up to 500 a page."""
     async def list_sessions_page(self, *, cursor: str | None = None, limit: int = 100) -> SessionsPage:
         """As :meth:`OmniCoreAgent.list_sessions_page`; the server allows up to 500 a page."""
-    async def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult: ...
+    async def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult:
+        """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""
     async def resume(self, run_id: str, output_type: Any = None) -> RunResult:
         """As :meth:`OmniCoreAgent.resume`: ``output_type`` again reads ``output`` into it."""
-    def resume_stream(self, run_id: str, output_type: Any = None) -> AsyncAgentStream: ...
+    def resume_stream(self, run_id: str, output_type: Any = None) -> AsyncAgentStream:
+        """``resume()``, streamed: the events of :meth:`stream`, from the server."""
     async def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
         """As :meth:`OmniCoreAgent.run`; a retried request never starts a second run.
 

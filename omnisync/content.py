@@ -96,6 +96,7 @@ class FilePart(_PartOptions):
 
 
 ContentPart = Union[TextPart, ImagePart, AudioPart, FilePart]
+"""One part of a user message, as Chat Completions takes it: text, an image, audio or a file."""
 UserContent = Union[str, Sequence[ContentPart]]
 """What ``run()`` takes as the user's message: a string, or a list of content parts."""
 

@@ -92,21 +92,26 @@ class RemoteAgent:
 
     @streams
     def resume_stream(self, run_id: str, output_type: Any = None) -> RemoteStream:
+        """``resume()``, streamed: the events of :meth:`stream`, from the server."""
         output = _output(output_type)
         return RemoteStream(self, self._run_path(run_id, "resume"), _output_body(output), {}, output)
 
     def resolve_approval(self, run_id: str, call_id: str, approved: bool, reason: str | None = None) -> RunResult:
+        """Record the decision on one tool call of a run that awaits approval; then call ``resume``."""
         body = {"call_id": call_id, "approved": approved, "reason": reason}
         return cast(RunResult, self._call("POST", self._run_path(run_id, "approvals"), body))
 
     def grant_budget(self, run_id: str, extra_tool_calls: int = 0, extra_tokens: int = 0, extra_steps: int = 0) -> RunResult:
+        """Raise the limits of a run that awaits budget by these amounts; then call ``resume``."""
         body = {"extra_tool_calls": extra_tool_calls, "extra_tokens": extra_tokens, "extra_steps": extra_steps}
         return cast(RunResult, self._call("POST", self._run_path(run_id, "budget"), body))
 
     def cancel_run(self, run_id: str, reason: str | None = None) -> RunResult:
+        """Stop a running run or end a paused one as cancelled, on the server; it frees its session."""
         return cast(RunResult, self._call("POST", self._run_path(run_id, "cancel"), {"reason": reason}))
 
     def get_run(self, run_id: str) -> RunRecordDict:
+        """The run's record as the server keeps it."""
         return cast(RunRecordDict, self._call("GET", self._run_path(run_id)))
 
     def list_runs(self, status: str | None = None, session_id: str | None = None) -> list[RunRecordDict]:

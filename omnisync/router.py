@@ -70,10 +70,12 @@ class MemoryRouter:
 
     @property
     def kind(self) -> str:
+        """The backend's name: ``"in_memory"``, ``"sql"``, ``"redis"`` or ``"mongodb"`` (for a store you passed in, its own ``kind``)."""
         return self._kind
 
     @property
     def store(self) -> MemoryStore:
+        """The store, opened on first use; raises ConfigurationError once the router is closed."""
         if self._closed:
             raise ConfigurationError("This MemoryRouter is closed; build a new one to keep using memory.")
         if self._store is None:
@@ -83,6 +85,7 @@ class MemoryRouter:
         return self._store
 
     def get_memory_store_type(self) -> str:
+        """The backend's name, as :attr:`kind`."""
         return self._kind
 
     def close(self) -> None:
@@ -96,6 +99,7 @@ class MemoryRouter:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called (a closed router opens nothing again)."""
         return self._closed
 
     def __enter__(self) -> "MemoryRouter":

@@ -159,7 +159,11 @@ def _class(stub: _Stub, blocking: type, twin: type) -> None:
                 lines.append(signature + " ...")
         elif isinstance(member, property):
             lines.append("    @property")
-            lines.append(f"    def {name}(self) -> {_returns(stub, member.fget, blocking)}: ...")
+            if member.__doc__:
+                lines.append(f"    def {name}(self) -> {_returns(stub, member.fget, blocking)}:")
+                _docstring(lines, member.__doc__, "        ")
+            else:
+                lines.append(f"    def {name}(self) -> {_returns(stub, member.fget, blocking)}: ...")
             if member.fset is not None:
                 lines.append(f"    @{name}.setter")
                 lines.append(f"    def {name}(self, value: {_returns(stub, member.fget, blocking)}) -> None: ...")

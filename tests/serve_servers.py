@@ -22,12 +22,19 @@ _spec.loader.exec_module(scripted_model)
 @contextmanager
 def scripted_model_server() -> Iterator[str]:
     """cassettes/scripted_model.py answering on a free port; yields its base URL (…/v1)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), scripted_model._Handler)
+    with http_server(scripted_model._Handler) as base:
+        yield base + "/v1"
+
+
+@contextmanager
+def http_server(handler: Any) -> Iterator[str]:
+    """A ThreadingHTTPServer with ``handler`` on a free loopback port, in a thread; yields its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

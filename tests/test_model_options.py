@@ -1,4 +1,4 @@
-"""Client options in model_config: headers, query, key, session, derived configs; the README's endpoint recipes."""
+"""Client options in model_config: headers, query, key, session, derived configs; the endpoint recipes of docs/models.md."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from agent_helpers import LOCAL_MODEL, echo, make_agent
 from fake_http import ScriptedAdapter, completion, install
 from openapi import OpenAPI
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+MODELS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "models.md"
 REQUESTS_OWN = {name: value for name, value in requests.utils.default_headers().items() if name != "User-Agent"}
 HELLO = {"role": "user", "content": "hello"}
 
@@ -394,17 +394,17 @@ def test_a_summary_call_carries_the_agents_sampling_but_none_of_its_output_setti
     agent.cleanup()
 
 
-# --- the README's recipes --------------------------------------------------------------------
+# --- the recipes of docs/models.md ---------------------------------------------------------
 
 
 def readme_blocks() -> list[str]:
-    section = README.read_text(encoding="utf-8").split("## Other endpoints\n", 1)[1].split("\n## ", 1)[0]
+    section = MODELS_PAGE.read_text(encoding="utf-8").split("## Other endpoints\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
 
 @pytest.fixture
 def recipes(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """The README's recipes, run as written, with keys in the environment and azure.identity stood in for."""
+    """The recipes of docs/models.md, run as written, with keys in the environment and azure.identity stood in for."""
     monkeypatch.setenv("OPENAI_API_KEY", "openai-key-never-sent-elsewhere")
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-key-0123456789")
     monkeypatch.setenv("OPENROUTER_API_KEY", "openrouter-key-0123456789")

@@ -31,7 +31,7 @@ def test_a_request_the_cassette_lacks_fails_naming_cassette_and_field(omnisync_c
     assert "handwritten/tool_loop.yaml" in message and "first difference" in message
     assert "body.messages[0]" in message
     shown_in_readme = next(line for line in message.splitlines() if line.startswith("first difference"))
-    assert f"    {shown_in_readme}\n" in (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert f"    {shown_in_readme}\n" in (Path(__file__).resolve().parents[1] / "docs" / "testing.md").read_text()
 
 
 def test_a_missing_cassette_says_how_to_record(tmp_path):

@@ -100,12 +100,15 @@ class ToolRegistry:
         return decorator
 
     def get(self, name: str) -> Tool | None:
+        """The tool registered under ``name``, or None."""
         return self._tools.get(name)
 
     def names(self) -> list[str]:
+        """The registered tools' names, in the order they were registered."""
         return list(self._tools)
 
     def schemas(self) -> list[dict[str, Any]]:
+        """Each tool as the ``tools`` entry a Chat Completions request sends (``{"type": "function", ...}``)."""
         return [tool.schema() for tool in self._tools.values()]
 
     def __len__(self) -> int:
