@@ -231,10 +231,20 @@ def shared_store(kind: str, tmp_path: Path) -> tuple[str, str]:
         return "sql", f"sqlite:///{tmp_path / 'shared.db'}"
     if kind == "postgres":
         return "sql", backends.postgres_url()
+    if kind == "redis_cluster":
+        return "redis", backends.redis_cluster_url()
+    if kind == "mongodb":
+        return "mongodb", backends.mongodb_uri()
     return "redis", backends.redis_url()
 
 
-CROSS_PROCESS = ["sqlite", pytest.param("postgres", marks=pytest.mark.backend("postgres")), pytest.param("redis", marks=pytest.mark.backend("redis"))]
+CROSS_PROCESS = [
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.backend("postgres")),
+    pytest.param("redis", marks=pytest.mark.backend("redis")),
+    pytest.param("redis_cluster", marks=pytest.mark.backend("redis_cluster")),
+    pytest.param("mongodb", marks=pytest.mark.backend("mongodb")),
+]
 
 
 def worker(kind: str, url: str, name: str, model_url: str, action: str, lease: int = 300) -> subprocess.Popen[str]:
