@@ -176,3 +176,37 @@ def test_a_worker_killed_mid_run_leaves_a_run_another_resumes_after_its_lease(ba
         results = [data for _, name, data in followed if name == "tool_result"]
         assert [r["content"] for r in results] == ["slept 600.0"]  # run once, by the survivor
         assert followed == list(read_events(sse(two, "GET", f"/agents/{agent}/runs/{run_id}/events")))
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis", "mongodb"])
+def test_a_cancel_sent_to_another_worker_stops_the_run_where_it_is_driven(backend):
+    """Issue 30: a cancel sent to a worker other than the one driving the run answered 409 and
+    the run completed; now it is a request the driving worker reads, and the run ends cancelled."""
+    from test_driver_races import SlowModel
+
+    model = SlowModel()  # streams a word every 0.1 s for a minute
+    try:
+        with shared_store(backend) as env, ExitStack() as workers:
+            env["SERVED_MODEL_URL"] = model.url
+            driving, one = worker(env)
+            workers.callback(stop, driving)
+            other, two = worker(env)
+            workers.callback(stop, other)
+            agent = env["SERVED_AGENT"]
+            response = sse(one, "POST", f"/agents/{agent}/sessions/s/runs", json={"message": "hello"})
+            workers.callback(response.close)
+            events = read_events(response)
+            first = next(events)
+            run_id = first[2]["run_id"]
+            assert next(events)[1] == "text_delta"  # the model is streaming on worker one
+            asked = time.monotonic()
+            cancelled = requests.post(f"{two}/agents/{agent}/runs/{run_id}/cancel", json={"reason": "enough"}, timeout=30)
+            assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled", cancelled.text
+            assert time.monotonic() - asked < 10
+            names = [name for _, name, _ in events]
+            assert names[-1] == "run_finished"
+            record = requests.get(f"{two}/agents/{agent}/runs/{run_id}", timeout=30).json()
+            assert record["status"] == "cancelled" and record["error"].startswith("cancelled: enough")
+    finally:
+        model.shutdown()
+        model.server_close()
