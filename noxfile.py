@@ -24,7 +24,7 @@ import nox
 ROOT = Path(__file__).resolve().parent
 DIST = ROOT / "dist"
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]  # tests/test_packaging.py holds setup.cfg's classifiers to this
-SUITE = ("tests", "cassettes", "examples", "scripts", ".ci", "setup.cfg", "noxfile.py", "README.md", "ARCHITECTURE.md", "docs", "mkdocs.yml", "CHANGELOG.md", "SECURITY.md", "CONTRIBUTING.md")
+SUITE = ("tests", "cassettes", "examples", "scripts", "bench", ".ci", "setup.cfg", "noxfile.py", "README.md", "ARCHITECTURE.md", "docs", "mkdocs.yml", "CHANGELOG.md", "SECURITY.md", "CONTRIBUTING.md")
 
 SHOW_VERSIONS = "import sys, importlib.metadata as m; print(*(f'{n}=={m.version(n)}' for n in sys.argv[1:]))"
 

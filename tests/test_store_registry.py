@@ -19,6 +19,10 @@ from omnisync.stores.in_memory import InMemoryStore
 from omnisync.stores.registry import KINDS, StoreKind, load
 
 PACKAGE = Path(__file__).resolve().parents[1] / "omnisync"
+if not PACKAGE.is_dir():  # nox runs the suite from a copy beside the installed wheel
+    import omnisync as _installed
+
+    PACKAGE = Path(_installed.__file__).parent
 
 # --- a backend of the test's own: a module (this one) and one entry ------------------------------
 

@@ -21,6 +21,7 @@ import importlib.util
 import json
 import math
 import secrets
+import sqlite3
 import select
 import threading
 import time
@@ -757,9 +758,26 @@ def prepare_sqlite_connection(dbapi_connection: Any, in_memory: bool) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
     if not in_memory:
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _set_wal(cursor)
         cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.close()
+
+
+def _set_wal(cursor: Any) -> None:
+    """WAL mode, waited for: turning a new file to WAL needs the file to itself, and SQLite does
+    not wait for that on its busy timeout, so two processes opening one new file at once could
+    fail with "database is locked" (seen in CI, tests/test_durable_runs.py)."""
+    waited_until = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    pause = 0.01
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > waited_until:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.25)
 
 
 def _configure_sqlite(engine: Engine) -> None:
