@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from contextlib import contextmanager
 
 import pytest
@@ -233,6 +234,7 @@ def test_in_a_browser_stop_cancels_the_run_under_way_and_the_page_asks_for_no_fa
         expect(stop).to_be_enabled()
         with page.expect_request(lambda request: request.url.endswith("/cancel") and request.method == "POST"):
             stop.click()
+        time.sleep(1)  # the request is sent; let the server take it before the tool returns (its answer waits for the run's end)
         GATE.set()  # the tool returns; the run stops before its next model call
         expect(page.locator("#answer")).to_have_attribute("data-status", "cancelled")
         run_id = page.locator("#run").inner_text()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import Any, cast
 
 import requests
 from requests.structures import CaseInsensitiveDict
@@ -44,7 +45,7 @@ class Transport:
         request = requests.PreparedRequest()
         request.method = "POST"
         request.url = self.prepared_url
-        request.headers = self._merged(headers).copy()
+        request.headers = cast(Any, self._merged(headers).copy())  # requests' stubs type header values as str | bytes
         request.headers["Content-Length"] = str(len(body))
         request.body = body
         if session.cookies:  # what the server set earlier goes back, as Session.post would send it
