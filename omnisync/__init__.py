@@ -6,7 +6,8 @@ HTTP client, database driver or retry library until a name that needs one is use
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import _logging  # noqa: F401  (installs the NullHandler on the "omnisync" logger)
 from ._lazy import lazy_names
@@ -79,7 +80,7 @@ def _installed_version() -> str:
         return "0+unknown"
 
 
-__getattr__ = lazy_names(__name__, _HOMES, {"__version__": _installed_version})
+__getattr__: Callable[[str], Any] = lazy_names(__name__, _HOMES, {"__version__": _installed_version})
 
 if TYPE_CHECKING:  # the same names for type checkers (tests/test_packaging.py holds them to _HOMES)
     from .agent import OmniCoreAgent as OmniCoreAgent

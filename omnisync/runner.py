@@ -111,7 +111,7 @@ class Runner:
         self.tools = tools
         self.sleep: Callable[[float], None] = time.sleep  # between looks at a busy session
         self.clock: Callable[[], float] = time.monotonic  # how old a driver's lease on a run is
-        self.cancel_wait_seconds = 5.0  # how long cancel() waits for a run driven elsewhere to stop
+        self.cancel_wait_seconds: float = 5.0  # how long cancel() waits for a run driven elsewhere to stop
 
     @property
     def store(self) -> MemoryStore:

@@ -6,7 +6,8 @@ load ``requests`` when they are first used from here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names
 
@@ -20,7 +21,7 @@ _HOMES = {
 }
 
 __all__ = list(_HOMES)
-__getattr__ = lazy_names(__name__, _HOMES)
+__getattr__: Callable[[str], Any] = lazy_names(__name__, _HOMES)
 
 if TYPE_CHECKING:
     from .client import ChatClient as ChatClient

@@ -27,13 +27,13 @@ class Watch:
     request ends the run with (None until one comes)."""
 
     def __init__(self, run_id: str, read_request: Callable[[], str | None], renew: Callable[[], None]) -> None:
-        self.run_id = run_id
+        self.run_id: str = run_id
         self.cancelled: str | None = None
-        self.due = time.monotonic() + WATCH_SECONDS
-        self._read_request = read_request
-        self._renew = renew
+        self.due: float = time.monotonic() + WATCH_SECONDS
+        self._read_request: Callable[[], str | None] = read_request
+        self._renew: Callable[[], None] = renew
         self._interrupts: list[weakref.WeakMethod[Callable[[], None]]] = []
-        self._lock = threading.Lock()
+        self._lock: threading.Lock = threading.Lock()
 
     def on_cancel(self, interrupt: Callable[[], None]) -> None:
         """Call the bound method ``interrupt`` when a cancel comes (held weakly: a dropped stream is not kept alive)."""
@@ -66,7 +66,7 @@ class Keeper:
 
     def __init__(self) -> None:
         self._watches: dict[str, Watch] = {}
-        self._changed = threading.Condition()
+        self._changed: threading.Condition = threading.Condition()
         self._pid: int | None = None
 
     def add(self, watch: Watch) -> None:

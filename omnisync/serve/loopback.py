@@ -25,7 +25,7 @@ class LoopbackOnly:
 
     def __init__(self, app: ASGIApp, allowed_origins: Collection[str] = ()) -> None:
         self.app = app
-        self.allowed_origins = frozenset(allowed_origins)
+        self.allowed_origins: frozenset[str] = frozenset(allowed_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

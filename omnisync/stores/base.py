@@ -65,10 +65,12 @@ class MemoryStore(ABC):
     """
 
     kind: ClassVar[str]
-    writes_run_atomically: bool = False
-    """True where :meth:`append_and_save_run` checks the record's version before it writes anything
-    (both or neither); elsewhere a run renews its record before its last write, so a run whose
-    record someone else changed (a clear, a cancel, a take-over) writes nothing."""
+    @property
+    def writes_run_atomically(self) -> bool:
+        """True where :meth:`append_and_save_run` checks the record's version before it writes
+        anything (both or neither); elsewhere a run reads its record just before its last write,
+        so a run whose record someone else changed (a clear, a take-over) writes nothing."""
+        return False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -48,7 +48,10 @@ class InMemoryStore(MemoryStore):
     """Messages and runs in this process. Safe to share between threads."""
 
     kind = "in_memory"
-    writes_run_atomically = True
+
+    @property
+    def writes_run_atomically(self) -> bool:
+        return True  # under the store's lock
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

@@ -150,7 +150,6 @@ class RedisStore(MemoryStore):
         if not isinstance(prefix, str) or not prefix:
             raise ConfigurationError(f"The Redis key prefix must be a non-empty string, not {prefix!r}.")
         self.cluster: bool = isinstance(client, RedisCluster)
-        self.writes_run_atomically = not self.cluster  # one script checks the version, then writes (on a cluster, two slots: not one script)
         if self.cluster and ("{" in prefix or "}" in prefix):
             raise ConfigurationError(
                 f"On a Redis Cluster the key prefix cannot hold {{ or }} (they would change which slot a key is in): {prefix!r}"
@@ -171,6 +170,10 @@ class RedisStore(MemoryStore):
         self._prune_runs = client.register_script(scripts.PRUNE_RUNS)
         self._append_events = client.register_script(scripts.APPEND_EVENTS)
         self._ordered = client.register_script(scripts.ORDERED)
+
+    @property
+    def writes_run_atomically(self) -> bool:
+        return not self.cluster  # one script checks the version, then writes (on a cluster, two slots: not one script)
 
     @classmethod
     def from_url(cls, url: str, prefix: str | None = None, **client_options: Any) -> "RedisStore":

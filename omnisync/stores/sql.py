@@ -162,8 +162,6 @@ class SQLStore(MemoryStore):
         self._upsert_counter = UPSERT_COUNTER[dialect]
         self._load_lease = _load_lease_statement(dialect)
         self._is_postgres = dialect == "postgresql"
-        if self._is_postgres:
-            self.writes_run_atomically = True  # APPEND_AND_SAVE_RUN: one statement
         # One shared connection (in-memory SQLite) must not interleave two transactions.
         self._serial = threading.RLock() if isinstance(self.engine.pool, StaticPool) else None
         if dialect == "sqlite":
@@ -174,6 +172,10 @@ class SQLStore(MemoryStore):
             if self._owns_engine:
                 self.engine.dispose()
             raise
+
+    @property
+    def writes_run_atomically(self) -> bool:
+        return self._is_postgres  # APPEND_AND_SAVE_RUN: one statement
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> "SQLStore":

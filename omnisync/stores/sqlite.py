@@ -60,7 +60,9 @@ class Prepared:
 class SQLiteStore(SQLStore):
     """A SQLite file (or ``sqlite://`` in memory) shared by the threads and processes of one machine."""
 
-    writes_run_atomically = True  # a run's last messages and its record in one write transaction
+    @property
+    def writes_run_atomically(self) -> bool:
+        return True  # a run's last messages and its record in one write transaction
 
     def __init__(self, url: str | None = None, **options: Any) -> None:
         super().__init__(url, **options)
