@@ -14,7 +14,7 @@ from omnisync.router import MemoryRouter as _BlockingMemoryRouter
 from omnisync.stores.base import MemoryStore, RunEvent
 from omnisync.tokens import TokenCounter
 from omnisync.tools.registry import ToolRegistry as ToolRegistry
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 __all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "HistoryMessage", "HistoryPage", "MemoryRouter", "MissingDependencyError", "ModelCallUsage", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RemoteAgent", "RunError", "RunRecordDict", "RunResult", "RunsPage", "SessionUsage", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
 
@@ -133,7 +133,7 @@ class OmniCoreAgent:
         ``output_type`` again to have ``output`` read into it (else it is the parsed JSON)."""
     def resume_stream(self, run_id: str, output_type: Any = None) -> AsyncAgentStream:
         """``resume()``, streamed, with the events of :meth:`stream`."""
-    async def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
+    async def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None, extra_body: Mapping[str, Any] | None = None) -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         ``message`` is a string or a list of content parts (text, ``image_url``, ``input_audio``,
@@ -148,8 +148,12 @@ class OmniCoreAgent:
         ``output_type`` (a JSON schema dict, a dataclass, a TypedDict or a pydantic model) asks
         the model for JSON of that shape (``response_format``) and puts the answer, read into
         it, under ``output``; an answer that does not fit raises OutputValidationError (the run
-        is recorded failed, the answer kept in the session)."""
-    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> AsyncAgentStream:
+        is recorded failed, the answer kept in the session).
+
+        ``extra_body`` adds a server's own options (llama.cpp's ``top_k``, vLLM's ``guided_json``)
+        to this run's model calls, over model_config's ``extra_body``; it is kept in the run's
+        record, so a resumed run sends them again. Names omnisync sets itself are refused."""
+    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None, extra_body: Mapping[str, Any] | None = None) -> AsyncAgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
         Yields ``RunStarted`` (its ``run_id``, also ``stream.run_id``) before the first model
@@ -201,12 +205,13 @@ class RemoteAgent:
         """As :meth:`OmniCoreAgent.resume`: ``output_type`` again reads ``output`` into it."""
     def resume_stream(self, run_id: str, output_type: Any = None) -> AsyncAgentStream:
         """``resume()``, streamed: the events of :meth:`stream`, from the server."""
-    async def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
+    async def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None, extra_body: Mapping[str, Any] | None = None) -> RunResult:
         """As :meth:`OmniCoreAgent.run`; a retried request never starts a second run.
 
         ``message`` may be a list of content parts. A Python ``output_type`` is sent as its JSON
-        schema (the ``response_format`` a local run would send) and ``output`` read back into it."""
-    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> AsyncAgentStream:
+        schema (the ``response_format`` a local run would send) and ``output`` read back into it.
+        ``extra_body`` is sent as given; the server checks it as a local run does."""
+    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None, extra_body: Mapping[str, Any] | None = None) -> AsyncAgentStream:
         """As :meth:`OmniCoreAgent.stream`: the run's events as the server sends them."""
     async def __aenter__(self) -> RemoteAgent: ...
     async def __aexit__(self, *exc_info: object) -> None: ...
