@@ -27,7 +27,7 @@ from .runner import ON_BUSY, Runner, new_session_id, result_of
 from .content import Content, UserContent, check_content
 from .storable import MAX_ID_LENGTH
 from .streaming import AgentStream, streams
-from .stores.base import MemoryStore, RunCursor, RunEvent, run_cursor
+from .stores.base import MemoryStore, RunCursor, StoredEvent, run_cursor
 from .summaries import Summarizer
 from .tokens import TokenCounter, default_counter
 from .tools import ToolRegistry
@@ -378,7 +378,7 @@ class OmniCoreAgent:
         """Keep ``(name, data)`` events of a run (what a server streamed of it), as one write; return the last one's id."""
         return self._store().append_events(self.name, _check_run_id(run_id), events)
 
-    def read_run_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[RunEvent]:
+    def read_run_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
         """Up to ``limit`` (the store's page when None) events kept of the run, with ids above ``after``, in order."""
         store = self._store()
         run_id = _check_run_id(run_id)

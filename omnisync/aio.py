@@ -35,7 +35,7 @@ from omnisync.model.config import ModelConfig
 from omnisync.remote import RemoteAgent as _BlockingRemoteAgent
 from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, HistoryPage as HistoryPage, ModelCallUsage as ModelCallUsage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, RunsPage as RunsPage, SessionUsage as SessionUsage, Usage as Usage
 from omnisync.router import MemoryRouter as _BlockingMemoryRouter
-from omnisync.stores.base import MemoryStore, RunEvent
+from omnisync.stores.base import MemoryStore, StoredEvent
 from omnisync.tokens import TokenCounter
 from omnisync.tools.registry import ToolRegistry as ToolRegistry
 from typing import Any, Mapping, Sequence
@@ -266,9 +266,9 @@ class OmniCoreAgent(AsyncTwin, blocking=_BlockingOmniCoreAgent):
         result: int = await self._call("prune_runs")
         return result
 
-    async def read_run_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[RunEvent]:
+    async def read_run_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
         """Up to ``limit`` (the store's page when None) events kept of the run, with ids above ``after``, in order."""
-        result: list[RunEvent] = await self._call("read_run_events", run_id, after, limit)
+        result: list[StoredEvent] = await self._call("read_run_events", run_id, after, limit)
         return result
 
     async def release_request_key(self, session_id: str, key: str, error: str) -> None:

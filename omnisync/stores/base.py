@@ -39,7 +39,7 @@ class SessionInfo:
 
 
 @dataclass(frozen=True)
-class RunEvent:
+class StoredEvent:
     """One stored event of a run: its id (1, 2, 3... within the run), SSE name and JSON data."""
 
     id: int
@@ -299,7 +299,7 @@ class MemoryStore(ABC):
         """
 
     @abstractmethod
-    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
         """Up to ``limit`` events of the run with an id above ``after``, in id order: one bounded read."""
 
     # --- lifecycle ------------------------------------------------------------------
