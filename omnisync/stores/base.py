@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 from ..errors import NotSerializableError, RunConflictError
 from ..messages import Message
 from ..run_record import RUN, RUN_KINDS, RunRecord
-from ..storable import check_json_fields
 from .checked_calls import check_calls_of
 
 SEQ_STEP = 2
@@ -411,12 +410,6 @@ def drop_orphan_tool_results(oldest_first: list[Message]) -> list[Message]:
     while start < len(oldest_first) and oldest_first[start].is_tool_result:
         start += 1
     return oldest_first[start:]
-
-
-def check_serializable(messages: Sequence[Message]) -> None:
-    """Refuse, before anything is written, metadata or tool calls that JSON cannot hold (every store keeps them as JSON)."""
-    for message in messages:
-        check_json_fields(message)
 
 
 def check_events(events: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, str]]:

@@ -43,7 +43,6 @@ from .base import (
     StoredEvent,
     SessionInfo,
     check_events,
-    check_serializable,
     events_limit,
     page_limit,
     run_conflict,
@@ -235,7 +234,6 @@ class SQLStore(MemoryStore):
     # --- messages -------------------------------------------------------------------
 
     def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
-        check_serializable(messages)
         if not messages:
             return []
         if self._is_postgres:
