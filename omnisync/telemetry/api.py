@@ -1,0 +1,42 @@
+"""``opentelemetry-api``, when it is installed: looked for once, at the first run, never before.
+
+Without the package (``pip install 'omnisync[otel]'``) :func:`enabled` is False and every hook
+of :mod:`omnisync.telemetry` hands back what it was given: nothing is imported, nothing is
+wrapped. With it, spans and metrics go to whatever providers the application set up (none:
+OpenTelemetry's no-op ones).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+INSTRUMENTATION = "omnisync"
+_VERSION = "0.1.0"
+
+
+@functools.cache
+def enabled() -> bool:
+    """True once ``opentelemetry-api`` is importable (checked once per process)."""
+    try:
+        import opentelemetry.trace  # noqa: F401
+        import opentelemetry.metrics  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@functools.cache
+def tracer() -> Any:
+    """omnisync's tracer, from the global provider (a proxy until the application sets one)."""
+    from opentelemetry import trace
+
+    return trace.get_tracer(INSTRUMENTATION, _VERSION)
+
+
+@functools.cache
+def meter() -> Any:
+    """omnisync's meter, from the global provider (a proxy until the application sets one)."""
+    from opentelemetry import metrics
+
+    return metrics.get_meter(INSTRUMENTATION, _VERSION)
