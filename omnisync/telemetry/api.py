@@ -40,3 +40,29 @@ def meter() -> Any:
     from opentelemetry import metrics
 
     return metrics.get_meter(INSTRUMENTATION, _VERSION)
+
+
+def tracing() -> bool:
+    """True while the application has set a tracer provider: with none set every span would be a
+    no-op, so omnisync skips making them (the cost of a run with a no-op tracer stays that of none)."""
+    if not enabled():
+        return False
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+
+
+def metering() -> bool:
+    """True while the application has set a meter provider (see :func:`tracing`)."""
+    if not enabled():
+        return False
+    from opentelemetry import metrics
+    from opentelemetry.metrics import _internal
+
+    proxy = getattr(_internal, "_ProxyMeterProvider", metrics.NoOpMeterProvider)  # the stand-in before one is set
+    return not isinstance(metrics.get_meter_provider(), (proxy, metrics.NoOpMeterProvider))
+
+
+def active() -> bool:
+    """True while spans or metrics go somewhere."""
+    return tracing() or metering()

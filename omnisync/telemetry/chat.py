@@ -27,7 +27,7 @@ class ChatCall:
 
     def __init__(self, config: ModelConfig, messages: Sequence[dict[str, Any]], *, streaming: bool = False) -> None:
         self._span: Any = None
-        if not api.enabled():
+        if not api.active():
             return
         from opentelemetry import trace
 

@@ -56,6 +56,8 @@ def instruments() -> Instruments:
 
 def model_call(attributes: dict[str, Any], seconds: float, usage: dict[str, Any] | None) -> None:
     """One model call: its duration and, when known, its tokens."""
+    if not api.metering():
+        return
     found = instruments()
     found.operation_duration.record(seconds, attributes)
     if usage and "error.type" not in attributes:
@@ -65,10 +67,14 @@ def model_call(attributes: dict[str, Any], seconds: float, usage: dict[str, Any]
 
 
 def run_ended(attributes: dict[str, Any], seconds: float, status: str) -> None:
+    if not api.metering():
+        return
     found = instruments()
     found.operation_duration.record(seconds, attributes)
     found.runs.add(1, {**attributes, "omnisync.run.status": status})
 
 
 def session_waited(agent: str, seconds: float) -> None:
+    if not api.metering():
+        return
     instruments().session_wait.record(seconds, {"gen_ai.agent.name": agent})

@@ -25,7 +25,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 def current_traceparent() -> str | None:
     """The current span's context as a ``traceparent`` value; None outside a span or without opentelemetry."""
-    if not api.enabled():
+    if not api.tracing():
         return None
     from opentelemetry import trace
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -39,7 +39,7 @@ def current_traceparent() -> str | None:
 
 def link_to(traceparent: str | None) -> None:
     """Link the current span to the span ``traceparent`` names (the run's previous driver)."""
-    if not traceparent or not api.enabled():
+    if not traceparent or not api.tracing():
         return
     from opentelemetry import trace
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator

@@ -35,7 +35,7 @@ def traced_run(method: _Method) -> _Method:
     @functools.wraps(method)
     def traced(runner: Any, *args: Any, **kwargs: Any) -> Any:
         steps = method(runner, *args, **kwargs)
-        if not api.enabled():
+        if not api.active():
             return steps
         session_id = signature.bind(runner, *args, **kwargs).arguments.get("session_id")
         return TracedSteps(steps, runner.agent, session_id, resumed=method.__name__ == "resume")
@@ -48,7 +48,7 @@ def traced_wait(method: _Method) -> _Method:
 
     @functools.wraps(method)
     def timed(runner: Any, *args: Any, **kwargs: Any) -> Any:
-        if not api.enabled():
+        if not api.metering():
             return method(runner, *args, **kwargs)
         started = time.perf_counter()
         try:

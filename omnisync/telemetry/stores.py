@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from contextvars import ContextVar
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,7 @@ ROUND_TRIPS = (
     "append_and_save_run",
 )
 _IN_PROCESS = "in_memory"
+_INSIDE: ContextVar[bool] = ContextVar("omnisync_store_call", default=False)
 
 
 def traced_store(store: MemoryStore) -> MemoryStore:
@@ -74,6 +76,8 @@ def _traced(method: Callable[..., Any], operation: str, system: str, kind: str) 
 
     @functools.wraps(method)
     def traced(*args: Any, **kwargs: Any) -> Any:
+        if _INSIDE.get() or not api.tracing():  # a composite's inner calls are part of its span
+            return method(*args, **kwargs)
         attributes = dict(fixed)
         scope = current_scope()
         if scope is not None:
@@ -81,17 +85,19 @@ def _traced(method: Callable[..., Any], operation: str, system: str, kind: str) 
         session_id = kwargs.get("session_id", args[session_at] if session_at is not None and session_at < len(args) else None)
         if isinstance(session_id, str):
             attributes[attr.CONVERSATION] = session_id
-        with tracer.start_as_current_span(
-            name, kind=trace.SpanKind.CLIENT, attributes=attributes, record_exception=False, set_status_on_exception=False
-        ) as span:
-            try:
-                result = method(*args, **kwargs)
-            except BaseException as error:
-                record_error(span, error)
-                raise
+        span = tracer.start_span(name, kind=trace.SpanKind.CLIENT, attributes=attributes)
+        inside = _INSIDE.set(True)
+        try:
+            result = method(*args, **kwargs)
             if attr.CONVERSATION not in attributes:
                 _learn_session(span, scope, result)
             return result
+        except BaseException as error:
+            record_error(span, error)
+            raise
+        finally:
+            _INSIDE.reset(inside)
+            span.end()
 
     return traced
 

@@ -17,7 +17,7 @@ from .spans import RunScope, record_error, with_scope
 @contextmanager
 def summarizing(agent: str, session_id: str, run_id: str | None) -> Iterator[None]:
     """Everything inside is the summary's: spans of it carry the session and the summary purpose."""
-    if not api.enabled():
+    if not api.tracing():
         yield
         return
     from opentelemetry import context, trace

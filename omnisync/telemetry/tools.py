@@ -17,7 +17,7 @@ _RAISED = re.compile(r"Error: .+? raised (\w+):")  # how Tool.call reports a too
 def run_tool(tool: Tool, call: dict[str, Any]) -> str:
     """``tool.call`` on the model's tool call ``call``, inside its span."""
     arguments = call["function"].get("arguments") or "{}"
-    if not api.enabled():
+    if not api.tracing():
         return tool.call(arguments)
     from opentelemetry import trace
 
