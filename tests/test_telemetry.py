@@ -219,6 +219,20 @@ def test_no_content_leaves_without_the_opt_in_and_with_it_content_is_redacted(ex
     assert not any(SECRET in v for v in every_value(spans))
 
 
+def test_the_agent_option_captures_content_for_that_agent_only(exporter, model_url, monkeypatch):
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    telling = agent_on(model_url, capture_message_content=True)
+    quiet = agent_on(model_url)
+    telling.run("the code word is heliotrope")
+    quiet.run("the code word is marigold")
+    telling.cleanup()
+    quiet.cleanup()
+    values = every_value(exporter.get_finished_spans())
+    assert any("heliotrope" in v for v in values) and not any("marigold" in v for v in values)
+    with pytest.raises(ValueError, match="capture_message_content must be True or False"):
+        agent_on(model_url, capture_message_content="yes")
+
+
 def test_an_approval_wait_is_an_event_and_the_resume_links_to_the_paused_run(exporter, model_url, tmp_path):
     with MemoryRouter("sql", url=f"sqlite:///{tmp_path / 'm.db'}") as router:
         agent = agent_on(model_url, router)

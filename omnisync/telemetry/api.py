@@ -45,24 +45,38 @@ def meter() -> Any:
 def tracing() -> bool:
     """True while the application has set a tracer provider: with none set every span would be a
     no-op, so omnisync skips making them (the cost of a run with a no-op tracer stays that of none)."""
-    if not enabled():
-        return False
-    from opentelemetry import trace
-
-    return not isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+    return enabled() and not isinstance(_trace().get_tracer_provider(), _stand_ins()[0])
 
 
 def metering() -> bool:
     """True while the application has set a meter provider (see :func:`tracing`)."""
-    if not enabled():
-        return False
-    from opentelemetry import metrics
-    from opentelemetry.metrics import _internal
-
-    proxy = getattr(_internal, "_ProxyMeterProvider", metrics.NoOpMeterProvider)  # the stand-in before one is set
-    return not isinstance(metrics.get_meter_provider(), (proxy, metrics.NoOpMeterProvider))
+    return enabled() and not isinstance(_metrics().get_meter_provider(), _stand_ins()[1])
 
 
 def active() -> bool:
     """True while spans or metrics go somewhere."""
     return tracing() or metering()
+
+
+@functools.cache
+def _trace() -> Any:
+    from opentelemetry import trace
+
+    return trace
+
+
+@functools.cache
+def _metrics() -> Any:
+    from opentelemetry import metrics
+
+    return metrics
+
+
+@functools.cache
+def _stand_ins() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """The providers OpenTelemetry answers with before the application sets its own."""
+    from opentelemetry import metrics, trace
+    from opentelemetry.metrics import _internal
+
+    proxy_meters = getattr(_internal, "_ProxyMeterProvider", metrics.NoOpMeterProvider)
+    return (trace.ProxyTracerProvider, trace.NoOpTracerProvider), (proxy_meters, metrics.NoOpMeterProvider)

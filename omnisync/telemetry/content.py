@@ -1,8 +1,8 @@
 """Message content on spans: only when asked for, and then redacted.
 
 Content (``gen_ai.input.messages``, ``gen_ai.output.messages``, tool arguments and results)
-goes on a span only with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``, and
-then through :mod:`omnisync.redact` (API keys, bearer tokens, URL passwords masked). Messages
+goes on a span only with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` or an
+agent built with ``agent_config={"capture_message_content": True}``, and then through :mod:`omnisync.redact` (API keys, bearer tokens, URL passwords masked). Messages
 take the conventions' shape: a role and its parts; an image or file part says its type only.
 """
 
@@ -16,9 +16,10 @@ from .. import _env
 from ..redact import redact_text, redact_value
 
 
-def capturing() -> bool:
-    """Whether spans may carry content (read from the environment at each run, so a test can switch it)."""
-    return _env.capture_message_content()
+def capturing(asked: bool = False) -> bool:
+    """Whether spans may carry content: ``asked`` (the agent's ``capture_message_content``) or the
+    environment's opt-in, read at each run."""
+    return asked or _env.capture_message_content()
 
 
 def as_json(value: Any) -> str:

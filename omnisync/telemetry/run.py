@@ -38,7 +38,8 @@ def traced_run(method: _Method) -> _Method:
         if not api.active():
             return steps
         session_id = signature.bind(runner, *args, **kwargs).arguments.get("session_id")
-        return TracedSteps(steps, runner.agent, session_id, resumed=method.__name__ == "resume")
+        capture = content.capturing(getattr(runner.config, "capture_message_content", False))
+        return TracedSteps(steps, runner.agent, session_id, resumed=method.__name__ == "resume", capture_content=capture)
 
     return traced  # type: ignore[return-value]
 
@@ -62,11 +63,13 @@ def traced_wait(method: _Method) -> _Method:
 class TracedSteps(Generator[Any, Any, Any]):
     """The run loop, stepped inside its ``invoke_agent`` span's context."""
 
-    def __init__(self, steps: Generator[Any, Any, Any], agent: str, session_id: str | None, *, resumed: bool) -> None:
+    def __init__(
+        self, steps: Generator[Any, Any, Any], agent: str, session_id: str | None, *, resumed: bool, capture_content: bool
+    ) -> None:
         from opentelemetry import context, trace
 
         self._steps = steps
-        self.scope = RunScope(agent, session_id, capture_content=content.capturing())
+        self.scope = RunScope(agent, session_id, capture_content=capture_content)
         self._metric_attributes = {attr.OPERATION: attr.INVOKE_AGENT, attr.AGENT_NAME: agent}
         self.span = api.tracer().start_span(
             f"{attr.INVOKE_AGENT} {agent}",

@@ -15,14 +15,14 @@ from .spans import RunScope, record_error, with_scope
 
 
 @contextmanager
-def summarizing(agent: str, session_id: str, run_id: str | None) -> Iterator[None]:
+def summarizing(agent: str, session_id: str, run_id: str | None, *, capture_content: bool = False) -> Iterator[None]:
     """Everything inside is the summary's: spans of it carry the session and the summary purpose."""
     if not api.tracing():
         yield
         return
     from opentelemetry import context, trace
 
-    scope = RunScope(agent, session_id, capture_content=content.capturing(), purpose=attr.SUMMARY)
+    scope = RunScope(agent, session_id, capture_content=content.capturing(capture_content), purpose=attr.SUMMARY)
     attributes = {**scope.attributes(), **({attr.RUN_ID: run_id} if run_id else {})}
     with api.tracer().start_as_current_span(
         f"summarize {agent}", kind=trace.SpanKind.INTERNAL, attributes=attributes, record_exception=False, set_status_on_exception=False
