@@ -3,7 +3,8 @@
 :func:`traced_store` wraps, on one store object, each method of the contract that reaches the
 server (the in-process store has none to wrap). A span names the operation, the database
 (``db.system.name``: ``sqlite``, ``postgresql``, ``redis``, ``mongodb``) and omnisync's store
-kind, and the session when the call or its run has one; never a statement or a value.
+kind, and the session (``gen_ai.conversation.id``) when the call or its run has one; never a
+statement or a value.
 """
 
 from __future__ import annotations
@@ -80,9 +81,9 @@ def _traced(method: Callable[..., Any], operation: str, system: str, kind: str) 
             return method(*args, **kwargs)
         attributes = dict(fixed)
         scope = current_scope()
-        if scope is not None:
-            attributes.update(scope.attributes())
         session_id = kwargs.get("session_id", args[session_at] if session_at is not None and session_at < len(args) else None)
+        if not isinstance(session_id, str) and scope is not None:
+            session_id = scope.session_id
         if isinstance(session_id, str):
             attributes[attr.CONVERSATION] = session_id
         span = tracer.start_span(name, kind=trace.SpanKind.CLIENT, attributes=attributes)
