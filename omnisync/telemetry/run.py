@@ -69,15 +69,15 @@ class TracedSteps(Generator[Any, Any, Any]):
         from opentelemetry import context, trace
 
         self._steps = steps
-        self.scope = RunScope(agent, session_id, capture_content=capture_content)
+        self.scope: RunScope = RunScope(agent, session_id, capture_content=capture_content)
         self._metric_attributes = {attr.OPERATION: attr.INVOKE_AGENT, attr.AGENT_NAME: agent}
-        self.span = api.tracer().start_span(
+        self.span: Any = api.tracer().start_span(
             f"{attr.INVOKE_AGENT} {agent}",
             kind=trace.SpanKind.INTERNAL,
             attributes={**self._metric_attributes, **self.scope.attributes(), attr.RUN_RESUMED: resumed},
         )
         self.scope.span = self.span
-        self.context = with_scope(self.scope, trace.set_span_in_context(self.span, context.get_current()))
+        self.context: Any = with_scope(self.scope, trace.set_span_in_context(self.span, context.get_current()))
         self._started = time.perf_counter()
         self._status: str | None = None
         self._ended = False
