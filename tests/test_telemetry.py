@@ -359,3 +359,23 @@ def test_every_store_names_its_database_on_its_spans_and_keeps_the_runs_trace_pa
     expected = {"redis": "redis", "mongodb": "mongodb"}.get(router.kind) or router.store.engine.dialect.name
     assert stores and {s.attributes["db.system.name"] for s in stores} == {expected}
     assert {s.attributes["gen_ai.conversation.id"] for s in stores} == {"s-store"}
+
+
+def test_an_async_run_is_a_child_of_the_awaiting_callers_span(exporter, model_url):
+    import asyncio
+
+    from omnisync import aio
+
+    async def main():
+        agent = aio.OmniCoreAgent(
+            name="async-weather", system_instruction=SYSTEM, model_config={**SCRIPTED_MODEL, "base_url": model_url}, local_tools=counting_tools()
+        )
+        with trace.get_tracer("the-caller").start_as_current_span("caller") as caller:
+            await agent.run(TOOL_MESSAGE, session_id="s-async")
+        await agent.cleanup()
+        return caller.get_span_context()
+
+    caller = asyncio.run(main())
+    (run,) = spans_named(exporter.get_finished_spans(), "invoke_agent async-weather")
+    assert run.parent.span_id == caller.span_id and run.context.trace_id == caller.trace_id
+    assert [s.parent.span_id for s in spans_named(exporter.get_finished_spans(), "execute_tool")] == [run.context.span_id]
