@@ -101,6 +101,7 @@ def test_a_run_with_tools_is_one_tree_of_spans_named_and_attributed_as_the_conve
         assert store.attributes["db.system.name"] == "sqlite" and store.attributes["omnisync.store.kind"] == "sql"
         assert store.attributes["db.operation.name"] == store.name.removeprefix("omnisync.store.")
     assert all(s.attributes["gen_ai.conversation.id"] == "s-tools" for s in spans)
+    assert all(s.attributes["gen_ai.agent.name"] == agent.name for s in spans if s not in stores)
     assert not any(name.startswith("db.query") for s in spans for name in s.attributes)  # no statement text
 
 
