@@ -380,3 +380,23 @@ def test_an_async_run_is_a_child_of_the_awaiting_callers_span(exporter, model_ur
     (run,) = spans_named(exporter.get_finished_spans(), "invoke_agent async-weather")
     assert run.parent.span_id == caller.span_id and run.context.trace_id == caller.trace_id
     assert [s.parent.span_id for s in spans_named(exporter.get_finished_spans(), "execute_tool")] == [run.context.span_id]
+
+
+UNCONFIGURED = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from tool_agents import SCRIPTED_MODEL, tool_agent
+import omnisync.telemetry.run as run
+made = []
+run.TracedSteps.__init__ = lambda *a, **k: made.append(a)  # any run span omnisync would make
+SCRIPTED_MODEL["base_url"] = sys.argv[2]
+agent = tool_agent(name="unconfigured")
+result = agent.run('use lookup({"city": "Paris"})')
+print(result["status"], len(made), agent.get_run(result["run_id"])["trace_parent"])
+agent.cleanup()
+"""
+
+
+def test_with_the_api_but_no_sdk_configured_no_span_is_made(model_url):
+    shown = subprocess.run([sys.executable, "-c", UNCONFIGURED, str(TESTS), model_url], capture_output=True, text=True, timeout=60, check=True)
+    assert shown.stdout.split() == ["completed", "0", "None"]
