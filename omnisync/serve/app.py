@@ -118,7 +118,7 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=cors,
                 allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "Prefer"],
+                allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "Prefer", "traceparent", "tracestate"],
                 expose_headers=[RUN_ID_HEADER, "Location", "Preference-Applied"],
             )
         )
