@@ -154,6 +154,10 @@ def test_a_summary_is_a_chat_span_marked_summary_with_its_own_usage(exporter, mo
     assert chat.parent.span_id == summary.context.span_id
     assert chat.attributes["gen_ai.usage.input_tokens"] > 0 and chat.attributes["gen_ai.conversation.id"] == "s-sum"
     assert any(s.name == "omnisync.store.fold" and s.parent.span_id == summary.context.span_id for s in spans)
+    (run_span,) = [s for s in spans_named(spans, "invoke_agent") if s.attributes.get("omnisync.run.id") == result["run_id"]]
+    (link,) = summary.links  # its own trace, joined to the run that asked for it
+    assert link.context.span_id == run_span.context.span_id and link.context.trace_id == run_span.context.trace_id
+    assert link.attributes["omnisync.link"] == "summarizes"
 
 
 class _FailingModel(BaseHTTPRequestHandler):

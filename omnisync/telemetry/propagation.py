@@ -37,8 +37,8 @@ def current_traceparent() -> str | None:
     return carrier.get("traceparent")
 
 
-def link_to(traceparent: str | None) -> None:
-    """Link the current span to the span ``traceparent`` names (the run's previous driver)."""
+def link_to(traceparent: str | None, why: str = "resumes") -> None:
+    """Link the current span to the span ``traceparent`` names (the run's previous driver, or the run a summary follows)."""
     if not traceparent or not api.tracing():
         return
     from opentelemetry import trace
@@ -46,7 +46,7 @@ def link_to(traceparent: str | None) -> None:
 
     earlier = trace.get_current_span(TraceContextTextMapPropagator().extract({"traceparent": traceparent})).get_span_context()
     if earlier.is_valid:
-        trace.get_current_span().add_link(earlier, {"omnisync.link": "resumes"})
+        trace.get_current_span().add_link(earlier, {"omnisync.link": why})
 
 
 def trace_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
