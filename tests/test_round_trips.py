@@ -38,7 +38,8 @@ class RoundTrips:
 
         def counted(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             if not pinging:  # a ping is counted as one, below
-                self.sent.append(str(query).split(None, 1)[0].upper())
+                text = query.decode() if isinstance(query, bytes) else str(query)  # the store sends its compiled statements as bytes
+                self.sent.append(text.split(None, 1)[0].upper())
             return execute(cursor, query, *args, **kwargs)
 
         monkeypatch.setattr(psycopg.Cursor, "execute", counted)
