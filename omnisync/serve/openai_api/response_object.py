@@ -1,0 +1,121 @@
+"""A run as a Response object: its status, its output items (read from the session), its usage.
+
+A run's status maps to a response's: running is ``in_progress``, a completed run
+``completed`` (``incomplete`` when the output limit cut its answer), failed ``failed``,
+cancelled ``cancelled``; a run paused for an approval or a budget is ``incomplete`` with
+``incomplete_details.reason`` saying which (``awaiting_approval``, ``awaiting_budget``) and
+its ``omnisync_run`` naming the run's routes to go on with. The agent's own tool calls
+appear as ``mcp_call`` items (the server ran them), ``server_label`` the agent.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from ... import aio
+from ...run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCELLED, COMPLETED, FAILED, RUNNING
+from .items import input_parts, output_message
+
+ERROR_CODE = "server_error"
+PAGE = 200
+
+
+async def run_output(agent: aio.OmniCoreAgent, run: dict[str, Any], server_label: str) -> list[dict[str, Any]]:
+    """The run's messages after its user message (up to the next user message), as output items."""
+    first = run.get("first_written_seq")
+    if first is None:
+        return []
+    page = await agent.get_session_history_page(run["session_id"], cursor=str(first), limit=PAGE, include_inactive=True)
+    messages = []
+    for message in page["messages"]:
+        if message.get("role") == "user":
+            break
+        if not message.get("summary"):
+            messages.append(dict(message))
+    return output_items(messages, server_label)
+
+
+def output_items(messages: list[dict[str, Any]], server_label: str) -> list[dict[str, Any]]:
+    results = {m.get("tool_call_id"): m for m in messages if m["role"] == "tool"}
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message["role"] != "assistant":
+            continue
+        for n, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") or {}
+            result = results.get(call.get("id"))
+            output = None if result is None else result["content"] if isinstance(result["content"], str) else json.dumps(result["content"])
+            items.append(
+                {
+                    "type": "mcp_call", "id": f"mcp_{message['seq']}_{n}", "server_label": server_label, "name": function.get("name", ""),
+                    "arguments": function.get("arguments", ""), "output": output, "error": None,
+                    "status": "completed" if result is not None else "incomplete",
+                }
+            )
+        if message.get("content"):
+            items.append(output_message(f"msg_{message['seq']}", str(message["content"]), "incomplete" if message.get("partial") else "completed"))
+    return items
+
+
+def usage(run_usage: dict[str, Any]) -> dict[str, Any]:
+    prompt, completion = int(run_usage.get("prompt_tokens") or 0), int(run_usage.get("completion_tokens") or 0)
+    cached = int((run_usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    reasoning = int((run_usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": int(run_usage.get("total_tokens") or prompt + completion),
+    }
+
+
+def status_of(run: dict[str, Any]) -> tuple[str, dict[str, str] | None]:
+    status = run["status"]
+    if status == RUNNING:
+        return "in_progress", None
+    if status == COMPLETED:
+        return ("incomplete", {"reason": "max_output_tokens"}) if run.get("finish_reason") == "length" else ("completed", None)
+    if status in (AWAITING_APPROVAL, AWAITING_BUDGET):
+        return "incomplete", {"reason": status}
+    if status == CANCELLED:
+        return "cancelled", None
+    assert status == FAILED, status
+    return "failed", None
+
+
+def response_object(run: dict[str, Any], request: dict[str, Any], output: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Response for a run record and the request kept of it (:mod:`.ledger`)."""
+    status, incomplete = status_of(run)
+    created = run.get("created_at")
+    body: dict[str, Any] = {
+        "id": run["run_id"],
+        "object": "response",
+        "created_at": int(datetime.fromisoformat(created).timestamp()) if created else int(request.get("created_at", 0)),
+        "status": status,
+        "model": request["model"],
+        "output": output,
+        "usage": usage(run.get("usage") or {}),
+        "error": {"code": ERROR_CODE, "message": str(run.get("error") or "the run failed")} if status == "failed" else None,
+        "incomplete_details": incomplete,
+        "tools": [],
+        "tool_choice": "auto",
+        **request["echo"],
+    }
+    if status == "completed":
+        body["completed_at"] = int(datetime.fromisoformat(run["finished_at"]).timestamp()) if run.get("finished_at") else body["created_at"]
+    return body
+
+
+def input_items(request: dict[str, Any], response_id: str) -> list[dict[str, Any]]:
+    """The input a response was given, as items (ids made from the response's)."""
+    found = []
+    for n, chat in enumerate(request.get("input") or []):
+        item_id = f"msg_{response_id}_{n}"
+        if chat["role"] == "assistant":
+            found.append(output_message(item_id, str(chat["content"])))
+        else:
+            found.append({"type": "message", "id": item_id, "status": "completed", "role": chat["role"], "content": input_parts(chat["content"])})
+    return found

@@ -1,0 +1,51 @@
+"""A served agent with a response's ``instructions`` and sampling: a twin on the same store.
+
+The twin has the agent's name, store, memory config, tools and token counter, so it reads and
+writes the same sessions and runs; only what it sends the upstream model differs: the
+instructions after the agent's own system instruction, and ``temperature``, ``top_p``,
+``max_tokens``. Twins are kept for reuse, the most recent ``KEPT`` of them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import replace
+from typing import Any, cast
+
+from ... import aio
+from ...agent import OmniCoreAgent
+
+KEPT = 32
+
+
+class Variants:
+    """Twins of the served agents, by (agent, instructions, sampling)."""
+
+    def __init__(self) -> None:
+        self._twins: OrderedDict[tuple[str, str | None, tuple[tuple[str, Any], ...]], aio.OmniCoreAgent] = OrderedDict()
+
+    def of(self, name: str, agent: aio.OmniCoreAgent, instructions: str | None, sampling: dict[str, Any]) -> aio.OmniCoreAgent:
+        if instructions is None and not sampling:
+            return agent
+        key = (name, instructions, tuple(sorted(sampling.items())))
+        twin = self._twins.get(key)
+        if twin is None:
+            twin = self._twins[key] = cast(aio.OmniCoreAgent, getattr(aio, "_twin_of")(_twin(agent.blocking, instructions, sampling)))
+            while len(self._twins) > KEPT:
+                self._twins.popitem(last=False)
+        self._twins.move_to_end(key)
+        return twin
+
+
+def _twin(agent: OmniCoreAgent, instructions: str | None, sampling: dict[str, Any]) -> OmniCoreAgent:
+    system = f"{agent.system_instruction}\n\n{instructions}" if instructions and agent.system_instruction else instructions or agent.system_instruction
+    model_config = replace(agent.model_config, sampling={**agent.model_config.sampling, **sampling})
+    return OmniCoreAgent(
+        agent.name,
+        system,
+        model_config,
+        memory_router=agent.memory_router,
+        agent_config=cast(Any, agent.config),  # taken as it is (AgentConfig.from_dict)
+        local_tools=agent.tools,
+        token_counter=agent.token_counter,
+    )
