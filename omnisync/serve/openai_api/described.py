@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..openapi import ERRORS, JSON, MAX_ID_LENGTH, STRING, _op, _path, _query, ref
+from ...storable import MAX_ID_LENGTH
+from ..openapi import ERRORS, JSON, STRING, _op, _path, _query, ref
 
 OBJECT: dict[str, Any] = {"type": "object"}
 STATUSES = (400, 401, 404, 408, 409, 413, 415, 421, 422, 502, 503)
