@@ -87,11 +87,13 @@ class OmniCoreAgent:
 
     # --- runs ------------------------------------------------------------------------------
 
-    def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
+    def run(self, message: UserContent | None, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         ``message`` is a string or a list of content parts (text, ``image_url``, ``input_audio``,
-        ``file``, as Chat Completions takes them), stored and sent again exactly as given.
+        ``file``, as Chat Completions takes them), stored and sent again exactly as given; None
+        continues ``session_id`` as it stands (the model answers its last messages, such as the
+        results of tools the caller ran, see ``Tool.runs_on_client``).
 
         Returns ``response``, ``session_id``, ``run_id``, ``status`` and ``usage``; a run that
         pauses has ``response=None`` and ``approvals`` or a ``budget_request``. One run per
@@ -110,7 +112,7 @@ class OmniCoreAgent:
         return result
 
     @streams
-    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> AgentStream:
+    def stream(self, message: UserContent | None, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> AgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
         Yields ``RunStarted`` (its ``run_id``, also ``stream.run_id``) before the first model
@@ -131,14 +133,16 @@ class OmniCoreAgent:
         output = _output(output_type)
         return AgentStream(lambda: self._runner.resume(run_id, output), self._client, self._after_run, self._runner.on_cancel, self._stored_result)
 
-    def _checked_run_arguments(self, message: UserContent, session_id: str | None, on_busy: str) -> tuple[Content, str, str]:
-        content = check_content(message)
+    def _checked_run_arguments(self, message: UserContent | None, session_id: str | None, on_busy: str) -> tuple[Content | None, str, str]:
+        if message is None and session_id is None:
+            raise ConfigurationError("message may be None only to continue a session: pass its session_id")
+        content = None if message is None else check_content(message)
         if on_busy not in ON_BUSY:
             raise ConfigurationError(f"on_busy must be one of {', '.join(map(repr, ON_BUSY))}, not {on_busy!r}")
         session_id = new_session_id() if session_id is None else _check_session_id(session_id)
         return content, session_id, on_busy
 
-    def _start(self, content: Content, session_id: str, on_busy: str, output: OutputType | None) -> RunSteps:
+    def _start(self, content: Content | None, session_id: str, on_busy: str, output: OutputType | None) -> RunSteps:
         self._summarizer.wait(session_id)
         return self._runner.start(content, session_id, on_busy, output)
 
@@ -408,7 +412,9 @@ def _check_run_id(run_id: Any) -> str:
 def _history_entry(message: Message, include_inactive: bool) -> HistoryMessage:
     if not include_inactive:
         return cast(HistoryMessage, message.to_chat())
-    marks = {"status": message.status, "seq": message.seq, "summary": message.is_summary, "partial": bool(message.metadata.get("partial"))}
+    marks = {
+        "status": message.status, "seq": message.seq, "summary": message.is_summary, "partial": bool(message.metadata.get("partial")), "run_id": message.run_id,
+    }
     return cast(HistoryMessage, {**message.to_chat(), **marks})
 
 

@@ -133,11 +133,13 @@ class OmniCoreAgent:
         ``output_type`` again to have ``output`` read into it (else it is the parsed JSON)."""
     def resume_stream(self, run_id: str, output_type: Any = None) -> AsyncAgentStream:
         """``resume()``, streamed, with the events of :meth:`stream`."""
-    async def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
+    async def run(self, message: UserContent | None, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         ``message`` is a string or a list of content parts (text, ``image_url``, ``input_audio``,
-        ``file``, as Chat Completions takes them), stored and sent again exactly as given.
+        ``file``, as Chat Completions takes them), stored and sent again exactly as given; None
+        continues ``session_id`` as it stands (the model answers its last messages, such as the
+        results of tools the caller ran, see ``Tool.runs_on_client``).
 
         Returns ``response``, ``session_id``, ``run_id``, ``status`` and ``usage``; a run that
         pauses has ``response=None`` and ``approvals`` or a ``budget_request``. One run per
@@ -149,7 +151,7 @@ class OmniCoreAgent:
         the model for JSON of that shape (``response_format``) and puts the answer, read into
         it, under ``output``; an answer that does not fit raises OutputValidationError (the run
         is recorded failed, the answer kept in the session)."""
-    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> AsyncAgentStream:
+    def stream(self, message: UserContent | None, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> AsyncAgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
         Yields ``RunStarted`` (its ``run_id``, also ``stream.run_id``) before the first model

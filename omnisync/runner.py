@@ -119,7 +119,8 @@ class Runner:
 
     # --- starting and resuming ---------------------------------------------------------
 
-    def start(self, message: Content, session_id: str, on_busy: str = "wait", output: OutputType | None = None) -> RunSteps:
+    def start(self, message: Content | None, session_id: str, on_busy: str = "wait", output: OutputType | None = None) -> RunSteps:
+        """A new run of ``message`` in the session; with None, the model answers the session as it stands (a continuation)."""
         store = self.store
         run_id = run_state.new_run_id()
         token = run_state.new_token()
@@ -134,12 +135,12 @@ class Runner:
                 raise
         else:
             record, window = opened
-        user = self.prompt.price({"role": "user", "content": message})
+        user = [self.prompt.price({"role": "user", "content": message})] if message is not None else []
         context = RunContext(
             record=record,
             history=self.prompt.earlier(window),
-            current=[user],
-            unwritten=[self._message(user, record.run_id)],
+            current=user,
+            unwritten=[self._message(priced, record.run_id) for priced in user],
             leased_at=self.clock(),
             output=output,
         )
@@ -188,7 +189,7 @@ class Runner:
     # --- one run per session -------------------------------------------------------------
 
     def _open_free_session(
-        self, store: MemoryStore, session_id: str, run_id: str, token: str, message: Content, output: OutputType | None
+        self, store: MemoryStore, session_id: str, run_id: str, token: str, message: Content | None, output: OutputType | None
     ) -> tuple[RunRecord, list[Message]] | None:
         """Take a free session and create the run's record with one read and one write.
 
@@ -217,7 +218,7 @@ class Runner:
         return saved, window
 
     def _new_record(
-        self, session_id: str, run_id: str, token: str, message: Content, window: list[Message], output: OutputType | None
+        self, session_id: str, run_id: str, token: str, message: Content | None, window: list[Message], output: OutputType | None
     ) -> RunRecord:
         return run_state.new_record(
             self.agent,
@@ -479,8 +480,11 @@ class Runner:
     def _run_tools(
         self, store: MemoryStore, context: RunContext, calls: list[dict[str, Any]]
     ) -> Generator[RunEvent, Any, RunResult | None]:
-        awaiting = []
+        awaiting, on_client = [], []
         for call in calls:
+            if self._runs_on_client(call):
+                on_client.append(call)
+                continue
             decision = context.record.decisions.get(call["id"])
             if self._needs_approval(call) and decision is None:
                 awaiting.append(call)
@@ -505,6 +509,8 @@ class Runner:
             yield self._tool_result(store, context, call, storable_tool_result(result))
         if awaiting:
             return (yield from self._pause(store, context, AWAITING_APPROVAL, pending_calls=awaiting))
+        if on_client:  # the caller runs these: the run ends, and their results come before the session's next run
+            return (yield from self._finish(store, context, COMPLETED, None))
         return None
 
     def _tool_result(self, store: MemoryStore, context: RunContext, call: dict[str, Any], content: str) -> ToolResult:
@@ -512,6 +518,10 @@ class Runner:
         self._add(context, {"role": "tool", "tool_call_id": call["id"], "content": content}, name=_tool_name(call))
         self._write(store, context)
         return ToolResult(context.record.run_id, call["id"], call["function"]["name"], content)
+
+    def _runs_on_client(self, call: dict[str, Any]) -> bool:
+        tool = self.tools.get(call["function"]["name"])
+        return bool(tool and tool.runs_on_client)
 
     def _needs_approval(self, call: dict[str, Any]) -> bool:
         tool = self.tools.get(call["function"]["name"])

@@ -284,10 +284,10 @@ def test_a_background_response_is_polled_until_it_completes(in_memory):
 @pytest.mark.parametrize(
     "extra, param",
     [
-        ({"tools": [{"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}]}, "tools"),
+        ({"tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"reasoning": {"effort": "low"}}, "reasoning"),
         ({"no_such_field": 1}, "no_such_field"),
-        ({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}, "input[0].type"),
+        ({"input": [{"type": "reasoning", "summary": []}]}, "input[0].type"),
         ({"text": {"format": {"type": "json_object"}}}, "text.format"),
         ({"temperature": 3}, "temperature"),
     ],
@@ -318,3 +318,57 @@ def test_the_async_client_holds_a_conversation(in_memory, sent):
 
     assert asyncio.run(talk()) == ["echo: one", "echo: two"]
     assert user_texts(sent[-1]) == ["one", "two"]
+
+
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+def test_a_function_tool_round_trip_through_previous_response_id(served, sent):
+    client = served.client()
+    raw = client.responses.with_raw_response.create(model=served.name, input='use get_weather({"city": "Oslo"})', tools=[WEATHER_TOOL])
+    valid("Response", raw.http_response.json())
+    first = raw.parse()
+    calls = [item for item in first.output if item.type == "function_call"]
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather", {"city": "Oslo"})]
+    assert first.status == "completed" and sent[-1]["tools"][-1]["function"]["name"] == "get_weather"
+
+    served.stop()  # the client ran its tool meanwhile; a restarted server picks up from the store
+    served.start()
+    client = served.client()
+    output = {"type": "function_call_output", "call_id": calls[0].call_id, "output": "rainy, 7 C"}
+    second = client.responses.create(model=served.name, previous_response_id=first.id, input=[output], tools=[WEATHER_TOOL])
+    assert second.output_text == "Done: rainy, 7 C"
+    assert [m["role"] for m in sent[-1]["messages"]][-3:] == ["user", "assistant", "tool"]
+    assert client.responses.retrieve(first.id).output[0].type == "function_call"  # the first response's output stays its own
+    inputs = valid("ResponseItemList", served.raw("GET", f"/v1/responses/{second.id}/input_items").json())
+    assert inputs["data"][0]["type"] == "function_call_output"
+
+
+def test_a_function_tool_round_trip_in_a_conversation_streamed(in_memory, sent):
+    client = in_memory.client()
+    conversation = client.conversations.create()
+    with client.responses.stream(model=in_memory.name, conversation=conversation.id, input='use get_weather({"city": "Rome"})', tools=[WEATHER_TOOL]) as stream:
+        kinds = [event.type for event in stream]
+        first = stream.get_final_response()
+    assert "response.function_call_arguments.delta" in kinds
+    with in_memory.raw("POST", "/v1/responses", json={"model": in_memory.name, "input": 'use get_weather({"city": "Bern"})', "tools": [WEATHER_TOOL], "stream": True}, stream=True) as answer:
+        for line in answer.iter_lines(decode_unicode=True):
+            if line.startswith("data: "):
+                valid("ResponseStreamEvent", json.loads(line[len("data: "):]))
+    call = next(item for item in first.output if item.type == "function_call")
+    second = client.responses.create(
+        model=in_memory.name, conversation=conversation.id, input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}], tools=[WEATHER_TOOL]
+    )
+    assert second.output_text == "Done: sunny"
+    items = client.conversations.items.list(conversation.id, order="asc").data
+    assert [item.type for item in items] == ["message", "function_call", "function_call_output", "message"]
+
+
+def test_a_tool_named_like_the_agents_own_is_refused(in_memory):
+    answer = in_memory.raw("POST", "/v1/responses", json={"model": in_memory.name, "input": "hi", "tools": [{**WEATHER_TOOL, "name": "lookup"}]})
+    assert answer.status_code == 400 and valid("ErrorResponse", answer.json())["error"]["param"] == "tools[0].name"

@@ -22,7 +22,7 @@ MAX_METADATA = 16
 
 @dataclass(frozen=True)
 class CreateResponse:
-    """What a response is asked for; ``messages`` are the input as chat messages, the run's own message last."""
+    """What a response is asked for; ``messages`` are the input as chat messages, the run's own message (or tool results) last."""
 
     model: str
     messages: list[dict[str, Any]]
@@ -38,6 +38,12 @@ class CreateResponse:
     text_format: dict[str, Any] | None = None  # text.format when it is json_schema
     metadata: dict[str, str] = field(default_factory=dict)
     parallel_tool_calls: bool = True
+    tools: list[Any] = field(default_factory=list)  # as sent: checked against the agent's own (client_tools.declared_tools)
+
+    @property
+    def message(self) -> Any:
+        """The run's message: the last user message's content, or None when the input ends with tool results (the run continues the session)."""
+        return self.messages[-1]["content"] if self.messages[-1]["role"] == "user" else None
 
     @property
     def output_type(self) -> dict[str, Any] | None:
@@ -77,11 +83,9 @@ def parse(body: Any) -> CreateResponse:
     if "input" not in given:
         raise OpenAIError(400, "input is required: a string or a list of items", "input", "missing_required_parameter")
     messages = chat_messages(given["input"], "input")
-    if not messages or messages[-1]["role"] != "user":
-        raise unsupported("input", "the last input item must be a user message (this server answers one user turn per response)")
-    if given.get("tools"):
-        raise unsupported("tools", "client-side tools; the agent's own tools run on the server")
-    if given.get("tool_choice") not in (None, "auto", "none"):
+    if not messages or messages[-1]["role"] not in ("user", "tool"):
+        raise unsupported("input", "input that ends with an assistant message (end it with a user message, or with function_call_output items)")
+    if given.get("tool_choice") not in (None, "auto"):
         raise unsupported("tool_choice", "only 'auto'")
     if given.get("include"):
         raise unsupported("include")
@@ -98,6 +102,9 @@ def parse(body: Any) -> CreateResponse:
     if not store and (conversation or background):
         raise OpenAIError(400, "store: false cannot go with a conversation or background (the response is not kept)", "store", "invalid_value")
     sampling: dict[str, Any] = {}
+    tools = given.get("tools") or []
+    if tools and given.get("parallel_tool_calls") is False:
+        sampling["parallel_tool_calls"] = False
     for name, low, high in (("temperature", 0.0, 2.0), ("top_p", 0.0, 1.0)):
         if name in given:
             sampling[name] = _number(given[name], name, low, high)
@@ -124,6 +131,7 @@ def parse(body: Any) -> CreateResponse:
         text_format=_text_format(given.get("text")),
         metadata=metadata(given.get("metadata"), "metadata"),
         parallel_tool_calls=_bool(given.get("parallel_tool_calls", True), "parallel_tool_calls"),
+        tools=tools,
     )
 
 

@@ -77,20 +77,52 @@ def seq_of(item_id: str) -> int | None:
 
 
 def chat_messages(items: Any, param: str) -> list[dict[str, Any]]:
-    """Input items (``input`` of a response, ``items`` of a conversation) as chat messages, refused with a 400 naming what is not supported."""
+    """Input items (``input`` of a response, ``items`` of a conversation) as chat messages, refused with a 400 naming what is not supported.
+
+    ``function_call`` items join the assistant message right before them (parallel calls: one
+    message); ``function_call_output`` items are tool messages; an ``mcp_call`` item (a call
+    the server ran, sent back by a stateless client) is both.
+    """
     if isinstance(items, str):
         return [{"role": "user", "content": items}]
     if not isinstance(items, list):
         raise OpenAIError(400, f"{param} must be a string or a list of items", param, "invalid_type")
-    return [_chat_message(item, f"{param}[{n}]") for n, item in enumerate(items)]
+    chats: list[dict[str, Any]] = []
+    for n, item in enumerate(items):
+        where = f"{param}[{n}]"
+        if not isinstance(item, dict):
+            raise OpenAIError(400, f"{where} must be an item object", where, "invalid_type")
+        kind = item.get("type", "message")
+        if kind == "message":
+            chats.append(_chat_message(item, where))
+        elif kind in ("function_call", "mcp_call"):
+            call = {"id": _text(item, "call_id" if kind == "function_call" else "id", where), "type": "function",
+                    "function": {"name": _text(item, "name", where), "arguments": str(item.get("arguments") or "{}")}}
+            last = chats[-1] if chats else None
+            if last is not None and last["role"] == "assistant":
+                last["tool_calls"] = [*(last.get("tool_calls") or []), call]
+            else:
+                chats.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            if kind == "mcp_call":
+                chats.append({"role": "tool", "tool_call_id": call["id"], "content": str(item.get("output") or "")})
+        elif kind == "function_call_output":
+            output = item.get("output")
+            if not isinstance(output, str):
+                raise unsupported(f"{where}.output", "an output that is not a string")
+            chats.append({"role": "tool", "tool_call_id": _text(item, "call_id", where), "content": output})
+        else:
+            raise unsupported(f"{where}.type", f"items of type {kind!r} (message, function_call, function_call_output)")
+    return chats
 
 
-def _chat_message(item: Any, param: str) -> dict[str, Any]:
-    if not isinstance(item, dict):
-        raise OpenAIError(400, f"{param} must be an item object", param, "invalid_type")
-    kind = item.get("type", "message")
-    if kind != "message":
-        raise unsupported(f"{param}.type", f"items of type {kind!r}: this server takes message items (its agent's own tools run on the server)")
+def _text(item: dict[str, Any], key: str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value:
+        raise OpenAIError(400, f"{where}.{key} must be a non-empty string", f"{where}.{key}", "invalid_value")
+    return value
+
+
+def _chat_message(item: dict[str, Any], param: str) -> dict[str, Any]:
     role, content = item.get("role"), item.get("content")
     if role not in ("user", "assistant"):
         raise unsupported(f"{param}.role", f"messages of role {role!r} (use 'user' or 'assistant'; give a system message as instructions)")

@@ -11,6 +11,7 @@ appear as ``mcp_call`` items (the server ran them), ``server_label`` the agent.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -22,40 +23,44 @@ ERROR_CODE = "server_error"
 PAGE = 200
 
 
-async def run_output(agent: aio.OmniCoreAgent, run: dict[str, Any], server_label: str) -> list[dict[str, Any]]:
-    """The run's messages after its user message (up to the next user message), as output items."""
+async def run_output(agent: aio.OmniCoreAgent, run: dict[str, Any], server_label: str, client_tools: Collection[str] = ()) -> list[dict[str, Any]]:
+    """The messages the run wrote, but its user message, as output items."""
     first = run.get("first_written_seq")
     if first is None:
         return []
-    page = await agent.get_session_history_page(run["session_id"], cursor=str(first), limit=PAGE, include_inactive=True)
+    page = await agent.get_session_history_page(run["session_id"], cursor=str(first - 1), limit=PAGE, include_inactive=True)
     messages = []
     for message in page["messages"]:
-        if message.get("role") == "user":
+        if message.get("run_id") not in (run["run_id"], None):
             break
-        if not message.get("summary"):
+        if message.get("run_id") == run["run_id"] and message["role"] != "user" and not message.get("summary"):
             messages.append(dict(message))
-    return output_items(messages, server_label)
+    return output_items(messages, server_label, client_tools)
 
 
-def output_items(messages: list[dict[str, Any]], server_label: str) -> list[dict[str, Any]]:
+def output_items(messages: list[dict[str, Any]], server_label: str, client_tools: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Assistant text as ``message`` items; calls of the client's tools as ``function_call`` items, the agent's own (run here) as ``mcp_call``."""
     results = {m.get("tool_call_id"): m for m in messages if m["role"] == "tool"}
     items: list[dict[str, Any]] = []
     for message in messages:
         if message["role"] != "assistant":
             continue
+        if message.get("content"):
+            items.append(output_message(f"msg_{message['seq']}", str(message["content"]), "incomplete" if message.get("partial") else "completed"))
         for n, call in enumerate(message.get("tool_calls") or []):
             function = call.get("function") or {}
+            name, arguments = function.get("name", ""), function.get("arguments", "")
+            if name in client_tools:
+                items.append({"type": "function_call", "id": f"fc_{message['seq']}_{n}", "call_id": call.get("id", ""), "name": name, "arguments": arguments, "status": "completed"})
+                continue
             result = results.get(call.get("id"))
             output = None if result is None else result["content"] if isinstance(result["content"], str) else json.dumps(result["content"])
             items.append(
                 {
-                    "type": "mcp_call", "id": f"mcp_{message['seq']}_{n}", "server_label": server_label, "name": function.get("name", ""),
-                    "arguments": function.get("arguments", ""), "output": output, "error": None,
-                    "status": "completed" if result is not None else "incomplete",
+                    "type": "mcp_call", "id": f"mcp_{message['seq']}_{n}", "server_label": server_label, "name": name,
+                    "arguments": arguments, "output": output, "error": None, "status": "completed" if result is not None else "incomplete",
                 }
             )
-        if message.get("content"):
-            items.append(output_message(f"msg_{message['seq']}", str(message["content"]), "incomplete" if message.get("partial") else "completed"))
     return items
 
 
@@ -114,8 +119,15 @@ def input_items(request: dict[str, Any], response_id: str) -> list[dict[str, Any
     found = []
     for n, chat in enumerate(request.get("input") or []):
         item_id = f"msg_{response_id}_{n}"
+        if chat["role"] == "tool":
+            found.append({"type": "function_call_output", "id": f"fco_{response_id}_{n}", "call_id": chat["tool_call_id"], "output": chat["content"], "status": "completed"})
+            continue
         if chat["role"] == "assistant":
-            found.append(output_message(item_id, str(chat["content"])))
-        else:
-            found.append({"type": "message", "id": item_id, "status": "completed", "role": chat["role"], "content": input_parts(chat["content"])})
+            if chat.get("content"):
+                found.append(output_message(item_id, str(chat["content"])))
+            for k, call in enumerate(chat.get("tool_calls") or []):
+                function = call["function"]
+                found.append({"type": "function_call", "id": f"fc_{response_id}_{n}_{k}", "call_id": call["id"], "name": function["name"], "arguments": function["arguments"], "status": "completed"})
+            continue
+        found.append({"type": "message", "id": item_id, "status": "completed", "role": chat["role"], "content": input_parts(chat["content"])})
     return found

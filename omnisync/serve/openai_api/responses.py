@@ -2,7 +2,9 @@
 
 A response's run goes in a session: the ``conversation``'s, the one of its
 ``previous_response_id``, or a new one. Input items before the last user message are written
-into the session first; the last is the run's message. What the request asked (the fields a
+into the session first; the last is the run's message. Input that ends with
+``function_call_output`` items (the results of the client's tools) is written whole, and the
+run continues the session from it. What the request asked (the fields a
 Response repeats, its input) is kept beside the run (:mod:`.ledger`, unless ``store`` is
 false), so ``GET /v1/responses/{id}`` answers from any worker, after a restart too. The run
 is driven apart from the request (:class:`~omnisync.serve.runs.RunHub`): ``background`` answers
@@ -25,6 +27,7 @@ from ...run_record import PAUSED_STATUSES
 from ..bodies import checked_id
 from ..runs import Drive
 from . import ledger
+from .client_tools import declared_tools
 from .conversations import Conversations
 from .create_request import CreateResponse, parse
 from .errors import OpenAIError, not_found
@@ -43,22 +46,26 @@ class Responses:
     async def create(self, request: Request) -> Response:
         asked = parse(await self.host.body(request))
         agent = self.host.agent(request, asked.model)
+        declared = declared_tools(asked.tools, agent.blocking.tools) if asked.tools else []
         session_id = await self._session_of(request, asked, agent)
-        await append_messages(agent, session_id, asked.messages[:-1])
+        await append_messages(agent, session_id, asked.messages if asked.message is None else asked.messages[:-1])
+        echo = asked.echo()
+        echo["tools"] = [{"type": "function", "strict": None, **tool} for tool in declared]
         kept = {
             "model": asked.model,
             "session_id": session_id,
             "created_at": int(time.time()),
-            "echo": asked.echo(),
+            "echo": echo,
             "input": asked.messages,
+            "client_tools": [tool["name"] for tool in declared],
         }
 
         async def keep(run_id: str) -> None:
             if asked.store:
                 await ledger.append(agent, ledger.RESPONSE + run_id, "request", kept)
 
-        runner = self.host.variants.of(asked.model, agent, asked.instructions, asked.sampling)
-        stream = runner.stream(asked.messages[-1]["content"], session_id, "wait", asked.output_type)
+        runner = self.host.variants.of(asked.model, agent, asked.instructions, asked.sampling, declared)
+        stream = runner.stream(asked.message, session_id, "wait", asked.output_type)
         drive = self.host.hub.drive(asked.model, runner, stream, on_start=keep)
         run_id = await asyncio.shield(drive.started)
         if asked.background:
@@ -86,7 +93,7 @@ class Responses:
             return answer
 
         snapshot = response_object({"run_id": run_id, "status": "running", "created_at": None}, kept, [])
-        events = ResponseEvents(snapshot, final, asked.model)
+        events = ResponseEvents(snapshot, final, asked.model, kept["client_tools"])
         return StreamingResponse(sse(events, drive.follow()), media_type="text/event-stream", headers=SSE_HEADERS)
 
     async def _session_of(self, request: Request, asked: CreateResponse, agent: aio.OmniCoreAgent) -> str:
@@ -104,7 +111,7 @@ class Responses:
 
     async def _response(self, name: str, agent: aio.OmniCoreAgent, run_id: str, kept: dict[str, Any]) -> dict[str, Any]:
         run: dict[str, Any] = dict(await agent.get_run(run_id))
-        return response_object(run, kept, await run_output(agent, run, name))
+        return response_object(run, kept, await run_output(agent, run, name, kept.get("client_tools", ())))
 
     async def _find(self, request: Request) -> tuple[str, aio.OmniCoreAgent, str, dict[str, Any]]:
         response_id = checked_id(request.path_params["response_id"], "response_id")

@@ -8,7 +8,7 @@ messages'); the items announced while the answer streams have ids of their own.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Any
 
 from ..runs import Sent
@@ -21,7 +21,8 @@ ENDINGS = {"completed": "response.completed", "incomplete": "response.incomplete
 class ResponseEvents:
     """Turns a run's events (:class:`~omnisync.serve.runs.Sent`) into Responses stream events."""
 
-    def __init__(self, snapshot: dict[str, Any], final: Callable[[], Awaitable[dict[str, Any]]], server_label: str) -> None:
+    def __init__(self, snapshot: dict[str, Any], final: Callable[[], Awaitable[dict[str, Any]]], server_label: str, client_tools: Collection[str] = ()) -> None:
+        self._client_tools = frozenset(client_tools)
         self._snapshot = snapshot
         self._final = final
         self._label = server_label
@@ -42,7 +43,9 @@ class ResponseEvents:
         if sent.name == "text_delta":
             return self._delta(sent.data["text"])
         events = self._close_message()
-        if sent.name == "tool_call":
+        if sent.name == "tool_call" and sent.data["name"] in self._client_tools:
+            events += self._function_call(sent.data)
+        elif sent.name == "tool_call":
             self._calls[sent.data["call_id"]] = sent.data
         elif sent.name == "tool_result":
             call = self._calls.get(sent.data["call_id"], {})
@@ -59,6 +62,19 @@ class ResponseEvents:
             response = await self._final()
             events.append(self._event(ENDINGS[response["status"]] if response["status"] in ENDINGS else "response.completed", response=response))
         return events
+
+    def _function_call(self, call: dict[str, Any]) -> list[Event]:
+        """A call of a client's tool: announced, its arguments in one delta, done. The item has no
+        ``id`` until the response completes (its stored message's), so clients match it by ``call_id``."""
+        item_id, index = f"fc_{self._snapshot['id']}_{self._output}", self._output
+        self._output += 1
+        item = {"type": "function_call", "call_id": call["call_id"], "name": call["name"], "arguments": call["arguments"], "status": "completed"}
+        return [
+            self._event("response.output_item.added", output_index=index, item={**item, "arguments": "", "status": "in_progress"}),
+            self._event("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=call["arguments"]),
+            self._event("response.function_call_arguments.done", item_id=item_id, output_index=index, name=call["name"], arguments=call["arguments"]),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
 
     def _item_id(self) -> str:
         return f"msg_{self._snapshot['id']}_{self._output}"

@@ -3,41 +3,47 @@
 The twin has the agent's name, store, memory config, tools and token counter, so it reads and
 writes the same sessions and runs; only what it sends the upstream model differs: the
 instructions after the agent's own system instruction, and ``temperature``, ``top_p``,
-``max_tokens``. Twins are kept for reuse, the most recent ``KEPT`` of them.
+``max_tokens``, and the client's function tools beside the agent's. Twins are kept for reuse,
+the most recent ``KEPT`` of them.
 """
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Any, cast
 
 from ... import aio
 from ...agent import OmniCoreAgent
+from .client_tools import registry_with
 
 KEPT = 32
 
 
 class Variants:
-    """Twins of the served agents, by (agent, instructions, sampling)."""
+    """Twins of the served agents, by (agent, instructions, sampling, client tools)."""
 
     def __init__(self) -> None:
-        self._twins: OrderedDict[tuple[str, str | None, tuple[tuple[str, Any], ...]], aio.OmniCoreAgent] = OrderedDict()
+        self._twins: OrderedDict[str, aio.OmniCoreAgent] = OrderedDict()
 
-    def of(self, name: str, agent: aio.OmniCoreAgent, instructions: str | None, sampling: dict[str, Any]) -> aio.OmniCoreAgent:
-        if instructions is None and not sampling:
+    def of(
+        self, name: str, agent: aio.OmniCoreAgent, instructions: str | None, sampling: dict[str, Any], tools: list[dict[str, Any]]
+    ) -> aio.OmniCoreAgent:
+        """The agent itself when nothing differs, else its twin (``tools``: the client's, see :mod:`.client_tools`)."""
+        if instructions is None and not sampling and not tools:
             return agent
-        key = (name, instructions, tuple(sorted(sampling.items())))
+        key = json.dumps([name, instructions, sampling, tools], sort_keys=True)
         twin = self._twins.get(key)
         if twin is None:
-            twin = self._twins[key] = cast(aio.OmniCoreAgent, getattr(aio, "_twin_of")(_twin(agent.blocking, instructions, sampling)))
+            twin = self._twins[key] = cast(aio.OmniCoreAgent, getattr(aio, "_twin_of")(_twin(agent.blocking, instructions, sampling, tools)))
             while len(self._twins) > KEPT:
                 self._twins.popitem(last=False)
         self._twins.move_to_end(key)
         return twin
 
 
-def _twin(agent: OmniCoreAgent, instructions: str | None, sampling: dict[str, Any]) -> OmniCoreAgent:
+def _twin(agent: OmniCoreAgent, instructions: str | None, sampling: dict[str, Any], tools: list[dict[str, Any]]) -> OmniCoreAgent:
     system = f"{agent.system_instruction}\n\n{instructions}" if instructions and agent.system_instruction else instructions or agent.system_instruction
     model_config = replace(agent.model_config, sampling={**agent.model_config.sampling, **sampling})
     return OmniCoreAgent(
@@ -46,6 +52,6 @@ def _twin(agent: OmniCoreAgent, instructions: str | None, sampling: dict[str, An
         model_config,
         memory_router=agent.memory_router,
         agent_config=cast(Any, agent.config),  # taken as it is (AgentConfig.from_dict)
-        local_tools=agent.tools,
+        local_tools=registry_with(agent.tools, tools),
         token_counter=agent.token_counter,
     )
