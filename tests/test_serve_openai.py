@@ -246,9 +246,16 @@ def test_the_agents_own_tools_run_on_the_server_and_show_as_mcp_calls(in_memory)
     assert response.output_text == "Done: sunny in Oslo"
 
 
-def test_an_approval_is_an_incomplete_response_that_says_so(in_memory):
-    response = in_memory.client().responses.create(model=in_memory.name, input='use delete_file({"path": "/tmp/x"})')
-    assert response.status == "incomplete" and response.incomplete_details.reason == "awaiting_approval"
+def test_an_approval_is_an_incomplete_response_that_says_so_and_the_run_goes_on_once_decided(in_memory):
+    answer = in_memory.raw("POST", "/v1/responses", json={"model": in_memory.name, "input": 'use delete_file({"path": "/tmp/x"})'}).json()
+    assert valid("Response", answer)["status"] == "incomplete"
+    waiting = answer["omnisync"]
+    assert waiting["status"] == "awaiting_approval" and [a["tool"] for a in waiting["approvals"]] == ["delete_file"]
+    run = f"/agents/{in_memory.name}/runs/{waiting['run_id']}"
+    assert in_memory.raw("POST", run + "/approvals", json={"call_id": waiting["approvals"][0]["id"], "approved": True}).status_code == 200
+    assert in_memory.raw("POST", run + "/resume", json={}).json()["status"] == "completed"
+    done = in_memory.client().responses.retrieve(answer["id"])
+    assert done.status == "completed" and done.output_text == "Done: deleted /tmp/x"
 
 
 class City(pydantic.BaseModel):

@@ -2,9 +2,9 @@
 
 A run's status maps to a response's: running is ``in_progress``, a completed run
 ``completed`` (``incomplete`` when the output limit cut its answer), failed ``failed``,
-cancelled ``cancelled``; a run paused for an approval or a budget is ``incomplete`` with
-``incomplete_details.reason`` saying which (``awaiting_approval``, ``awaiting_budget``) and
-its ``omnisync_run`` naming the run's routes to go on with. The agent's own tool calls
+cancelled ``cancelled``; a run paused for an approval or a budget is ``incomplete``, and the
+response's ``omnisync`` key says what it waits for (``status``, ``approvals`` or
+``budget_request``, and the ``run_id`` to decide with on the server's own routes). The agent's own tool calls
 appear as ``mcp_call`` items (the server ran them), ``server_label`` the agent.
 """
 
@@ -84,7 +84,7 @@ def status_of(run: dict[str, Any]) -> tuple[str, dict[str, str] | None]:
     if status == COMPLETED:
         return ("incomplete", {"reason": "max_output_tokens"}) if run.get("finish_reason") == "length" else ("completed", None)
     if status in (AWAITING_APPROVAL, AWAITING_BUDGET):
-        return "incomplete", {"reason": status}
+        return "incomplete", None  # why: the response's "omnisync" key (OpenAI's reasons are only the output limit and the content filter)
     if status == CANCELLED:
         return "cancelled", None
     assert status == FAILED, status
@@ -109,9 +109,26 @@ def response_object(run: dict[str, Any], request: dict[str, Any], output: list[d
         "tool_choice": "auto",
         **request["echo"],
     }
+    if run["status"] in (AWAITING_APPROVAL, AWAITING_BUDGET):
+        body["omnisync"] = paused(run)
     if status == "completed":
         body["completed_at"] = int(datetime.fromisoformat(run["finished_at"]).timestamp()) if run.get("finished_at") else body["created_at"]
     return body
+
+
+def paused(run: dict[str, Any]) -> dict[str, Any]:
+    """What a paused run waits for: its approvals or its budget, decided with the server's own routes."""
+    found: dict[str, Any] = {"run_id": run["run_id"], "status": run["status"]}
+    if run["status"] == AWAITING_APPROVAL:
+        decided = run.get("decisions") or {}
+        found["approvals"] = [
+            {"id": call["id"], "tool": call["function"]["name"], "arguments": call["function"]["arguments"]}
+            for call in run.get("pending_calls") or []
+            if call["id"] not in decided
+        ]
+    else:
+        found["budget_request"] = run.get("budget_request")
+    return found
 
 
 def input_items(request: dict[str, Any], response_id: str) -> list[dict[str, Any]]:
