@@ -168,9 +168,14 @@ def test_a_conversation_remembers_its_responses_across_a_restart(served, sent):
     updated = client.conversations.update(conversation.id, metadata={"topic": "renamed"})
     assert client.conversations.retrieve(conversation.id).metadata == updated.metadata == {"topic": "renamed"}
 
-    refused = served.raw("DELETE", f"/v1/conversations/{conversation.id}/items/{listed['data'][0]['id']}")
-    assert refused.status_code == 400 and valid("ErrorResponse", refused.json())["error"]["param"] == "item_id"
-    assert len(client.conversations.items.list(conversation.id).data) == 6  # nothing was lost
+    after_delete = served.raw("DELETE", f"/v1/conversations/{conversation.id}/items/{added.data[0].id}").json()
+    assert valid("ConversationResource", after_delete)["id"] == conversation.id
+    assert [i.content[0].text for i in client.conversations.items.list(conversation.id).data][:2] == ["echo: what is my name?", "what is my name?"]
+    with pytest.raises(openai.NotFoundError):
+        client.conversations.items.delete(added.data[0].id, conversation_id=conversation.id)
+    client.conversations.items.delete(listed["data"][0]["id"], conversation_id=conversation.id)
+    third = client.responses.create(model=served.name, conversation=conversation.id, input="and now?")
+    assert third.output_text == "echo: and now?" and user_texts(sent[-1]) == ["my name is Ada", "what is my name?", "and now?"]  # the deleted are not sent
 
     deleted = served.raw("DELETE", f"/v1/conversations/{conversation.id}").json()
     assert valid("DeletedConversationResource", deleted)["deleted"] is True

@@ -57,7 +57,7 @@ def openai_paths() -> dict[str, Any]:
         },
         conversation + "/items/{item_id}": {
             "get": _op("one item", _answer("an item", ["id", "type"]), [CONVERSATION, ITEM]),
-            "delete": _op("not supported: a conversation's history is kept whole (400)", _answer("never", ["id"]), [CONVERSATION, ITEM]),
+            "delete": _op("delete an item (its stored message)", _answer("the conversation", ["id", "object", "created_at", "metadata"]), [CONVERSATION, ITEM]),
         },
         "/v1/responses": {"post": _op("create a response: a run of the agent named as model", {**create, **stream}, [], _body(True))},
         response: {
