@@ -384,3 +384,15 @@ def test_a_function_tool_round_trip_in_a_conversation_streamed(in_memory, sent):
 def test_a_tool_named_like_the_agents_own_is_refused(in_memory):
     answer = in_memory.raw("POST", "/v1/responses", json={"model": in_memory.name, "input": "hi", "tools": [{**WEATHER_TOOL, "name": "lookup"}]})
     assert answer.status_code == 400 and valid("ErrorResponse", answer.json())["error"]["param"] == "tools[0].name"
+
+
+def test_previous_response_id_of_an_earlier_response_branches_and_leaves_the_later_turns_be(served, sent):
+    client = served.client()
+    first = client.responses.create(model=served.name, input="first")
+    second = client.responses.create(model=served.name, previous_response_id=first.id, input="second")
+    branched = client.responses.create(model=served.name, previous_response_id=first.id, input="instead")
+    assert user_texts(sent[-1]) == ["first", "instead"]
+    client.responses.create(model=served.name, previous_response_id=second.id, input="third")
+    assert user_texts(sent[-1]) == ["first", "second", "third"]
+    client.responses.create(model=served.name, previous_response_id=branched.id, input="more")
+    assert user_texts(sent[-1]) == ["first", "instead", "more"]

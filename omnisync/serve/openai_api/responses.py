@@ -1,7 +1,8 @@
 """``/v1/responses``: each response is a run of the agent named as ``model``.
 
 A response's run goes in a session: the ``conversation``'s, the one of its
-``previous_response_id``, or a new one. Input items before the last user message are written
+``previous_response_id`` (a copy up to it when later responses followed it there, see
+:mod:`.branches`), or a new one. Input items before the last user message are written
 into the session first; the last is the run's message. Input that ends with
 ``function_call_output`` items (the results of the client's tools) is written whole, and the
 run continues the session from it. What the request asked (the fields a
@@ -27,6 +28,7 @@ from ...run_record import PAUSED_STATUSES
 from ..bodies import checked_id
 from ..runs import Drive
 from . import ledger
+from .branches import session_at
 from .client_tools import declared_tools
 from .conversations import Conversations
 from .create_request import CreateResponse, parse
@@ -106,7 +108,7 @@ class Responses:
             previous = await ledger.read(agent, ledger.RESPONSE + asked.previous_response_id)
             if previous is None:
                 raise not_found("response", asked.previous_response_id, "previous_response_id")
-            return str(previous["session_id"])
+            return await session_at(agent, str(previous["session_id"]), asked.previous_response_id)
         return f"resp_{secrets.token_hex(16)}"
 
     async def _response(self, name: str, agent: aio.OmniCoreAgent, run_id: str, kept: dict[str, Any]) -> dict[str, Any]:
