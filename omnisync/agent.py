@@ -143,6 +143,8 @@ class OmniCoreAgent:
         return content, session_id, on_busy
 
     def _start(self, content: Content | None, session_id: str, on_busy: str, output: OutputType | None) -> RunSteps:
+        if content is None and not self._store().latest(self.name, session_id, 1):
+            raise ConfigurationError(f"message must be a string or a list of content parts: None continues a session, and {session_id!r} has no messages")
         self._summarizer.wait(session_id)
         return self._runner.start(content, session_id, on_busy, output)
 

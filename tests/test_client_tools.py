@@ -46,6 +46,34 @@ def test_the_agents_own_tools_still_run_beside_client_tools(agent):
     assert agent.run('use lookup({"city": "Rome"})', "s2")["response"] == "Done: sunny in Rome"
 
 
-def test_a_run_without_a_message_needs_a_session(agent):
+def test_a_run_without_a_message_needs_a_session_that_has_messages(agent):
     with pytest.raises(ConfigurationError, match="continue a session"):
         agent.run(None)
+    with pytest.raises(ConfigurationError, match="has no messages"):
+        agent.run(None, "empty")
+
+
+def test_twins_past_the_kept_number_are_cleaned_up_once_no_run_uses_them(agent, monkeypatch):
+    import time
+
+    from omnisync import aio
+    from omnisync.serve.openai_api import variants
+
+    cleaned: list[OmniCoreAgent] = []
+    monkeypatch.setattr(variants, "KEPT", 1)
+    monkeypatch.setattr(OmniCoreAgent, "cleanup", lambda self: cleaned.append(self))
+    running: set[object] = set()
+    kept = variants.Variants(in_use=lambda twin: twin in running)
+    served = aio._twin_of(agent)
+    first = kept.of("a", served, "be brief", {}, [])
+    assert kept.of("a", served, "be brief", {}, []) is first  # reused
+    running.add(first)
+    kept.of("a", served, "be long", {}, [])  # evicts the first, whose run goes on: it is kept for later
+    time.sleep(0.2)
+    assert first.blocking not in cleaned
+    running.clear()
+    kept.of("a", served, "be kind", {}, [])
+    deadline = time.monotonic() + 5
+    while first.blocking not in cleaned and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert first.blocking in cleaned and served.blocking not in cleaned

@@ -28,7 +28,10 @@ class Host:
     visible: Callable[[Request], Collection[str]]
     max_body: int
     body_seconds: float
-    variants: Variants = field(default_factory=Variants)
+    variants: Variants = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.variants = Variants(self.hub.drives_agent)
 
     def agent(self, request: Request, model: str) -> aio.OmniCoreAgent:
         """The agent ``model`` names, if the token may use it; else a 404 naming ``model``."""

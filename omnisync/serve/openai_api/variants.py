@@ -4,13 +4,15 @@ The twin has the agent's name, store, memory config, tools and token counter, so
 writes the same sessions and runs; only what it sends the upstream model differs: the
 instructions after the agent's own system instruction, and ``temperature``, ``top_p``,
 ``max_tokens``, and the client's function tools beside the agent's. Twins are kept for reuse,
-the most recent ``KEPT`` of them.
+the most recent ``KEPT`` of them; one evicted is cleaned up once none of its runs goes on.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
@@ -24,8 +26,10 @@ KEPT = 32
 class Variants:
     """Twins of the served agents, by (agent, instructions, sampling, client tools)."""
 
-    def __init__(self) -> None:
+    def __init__(self, in_use: Callable[[aio.OmniCoreAgent], bool]) -> None:
         self._twins: OrderedDict[str, aio.OmniCoreAgent] = OrderedDict()
+        self._retired: list[aio.OmniCoreAgent] = []  # evicted, to clean up once no run of theirs goes on
+        self._in_use = in_use
 
     def of(
         self, name: str, agent: aio.OmniCoreAgent, instructions: str | None, sampling: dict[str, Any], tools: list[dict[str, Any]]
@@ -38,9 +42,18 @@ class Variants:
         if twin is None:
             twin = self._twins[key] = cast(aio.OmniCoreAgent, getattr(aio, "_twin_of")(_twin(agent.blocking, instructions, sampling, tools)))
             while len(self._twins) > KEPT:
-                self._twins.popitem(last=False)
+                self._retired.append(self._twins.popitem(last=False)[1])
+            self._clean_up_retired()
         self._twins.move_to_end(key)
         return twin
+
+
+    def _clean_up_retired(self) -> None:
+        """Each retired twin no run uses: its summaries waited for and its connections closed, in a thread of its own."""
+        done = [twin for twin in self._retired if not self._in_use(twin)]
+        self._retired = [twin for twin in self._retired if twin not in done]
+        for twin in done:
+            threading.Thread(target=twin.blocking.cleanup, name="omnisync-retired-twin", daemon=True).start()
 
 
 def _twin(agent: OmniCoreAgent, instructions: str | None, sampling: dict[str, Any], tools: list[dict[str, Any]]) -> OmniCoreAgent:
