@@ -70,10 +70,10 @@ class Responses:
         stream = runner.stream(asked.message, session_id, "wait", asked.output_type)
         drive = self.host.hub.drive(asked.model, runner, stream, on_start=keep)
         run_id = await asyncio.shield(drive.started)
+        if asked.stream:  # with background too: the run goes on whether or not the client stays
+            return self._streamed(asked, agent, drive, run_id, kept)
         if asked.background:
             return JSONResponse(await self._response(asked.model, agent, run_id, kept))
-        if asked.stream:
-            return self._streamed(asked, agent, drive, run_id, kept)
         try:
             await asyncio.shield(drive.finished)
         except OmnisyncError:
