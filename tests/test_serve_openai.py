@@ -396,3 +396,9 @@ def test_previous_response_id_of_an_earlier_response_branches_and_leaves_the_lat
     assert user_texts(sent[-1]) == ["first", "second", "third"]
     client.responses.create(model=served.name, previous_response_id=branched.id, input="more")
     assert user_texts(sent[-1]) == ["first", "instead", "more"]
+
+
+def test_a_background_response_may_be_streamed(in_memory):
+    stream = in_memory.client().responses.create(model=in_memory.name, input="both", background=True, stream=True)
+    kinds = [event.type for event in stream]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
