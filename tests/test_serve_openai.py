@@ -402,3 +402,14 @@ def test_a_background_response_may_be_streamed(in_memory):
     stream = in_memory.client().responses.create(model=in_memory.name, input="both", background=True, stream=True)
     kinds = [event.type for event in stream]
     assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+
+
+def test_items_page_oldest_first_a_page_of_messages_at_a_time_and_newest_first_alike(in_memory):
+    client = in_memory.client()
+    conversation = client.conversations.create(items=[{"type": "message", "role": "user", "content": f"note {n}"} for n in range(20)])
+    client.conversations.items.create(conversation.id, items=[{"type": "message", "role": "assistant", "content": f"reply {n}"} for n in range(15)])
+    oldest_first = [item.content[0].text for item in client.conversations.items.list(conversation.id, order="asc", limit=7)]  # every page
+    newest_first = [item.content[0].text for item in client.conversations.items.list(conversation.id, order="desc", limit=9)]
+    assert oldest_first == [f"note {n}" for n in range(20)] + [f"reply {n}" for n in range(15)] == newest_first[::-1]
+    bad = in_memory.raw("GET", f"/v1/conversations/{conversation.id}/items", params={"order": "asc", "after": "msg_999999"})
+    assert bad.status_code == 400 and valid("ErrorResponse", bad.json())["error"]["param"] == "after"

@@ -26,6 +26,7 @@ from .items import chat_messages, items_of, seq_of
 MAX_ITEMS_ADDED = 20
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
+PAGE_OF_MESSAGES = 50
 
 
 class Conversations:
@@ -106,17 +107,18 @@ class Conversations:
         limit_text = query.get("limit", str(DEFAULT_LIMIT))
         if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_LIMIT:
             raise OpenAIError(400, f"limit must be a whole number from 1 to {MAX_LIMIT}", "limit", "invalid_value")
-        found = await conversation_items(agent, conversation_id)
-        if order == "desc":
-            found.reverse()
-        after = query.get("after")
+        limit, after = int(limit_text), query.get("after")
+        if order == "asc":
+            page, more = await items_after(agent, conversation_id, after, limit)
+            return JSONResponse(item_list(page, has_more=more))
+        found = await conversation_items(agent, conversation_id)  # newest first: the whole history is read
+        found.reverse()
         if after is not None:
             ids = [item["id"] for item in found]
             if after not in ids:
-                raise OpenAIError(400, f"after must be the id of an item of this conversation, not {after[:60]!r}", "after", "invalid_value")
+                raise _not_an_item(after)
             found = found[ids.index(after) + 1 :]
-        page = found[: int(limit_text)]
-        return JSONResponse(item_list(page, has_more=len(found) > len(page)))
+        return JSONResponse(item_list(found[:limit], has_more=len(found) > limit))
 
     async def add_items(self, request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
@@ -164,6 +166,38 @@ async def conversation_items(agent: aio.OmniCoreAgent, session_id: str) -> list[
     """Every item of the session, oldest first: its messages, folded ones too (a summary is the agent's, not the conversation's)."""
     history = await agent.get_session_history(session_id, include_inactive=True)
     return [item for message in history if not message.get("summary") for item in items_of(dict(message))]
+
+
+async def items_after(agent: aio.OmniCoreAgent, session_id: str, after: str | None, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    """Up to ``limit`` items after the item ``after`` (None: from the first), oldest first, and whether more follow: read a page of messages at a time."""
+    seq = None if after is None else seq_of(after)
+    if after is not None and seq is None:
+        raise _not_an_item(after)
+    cursor = str(seq - 1) if seq else None  # from the message that holds ``after``: its later items come next
+    found: list[dict[str, Any]] = []
+    skipping = after is not None
+    while True:
+        page = await agent.get_session_history_page(session_id, cursor=cursor, limit=max(limit + 1, PAGE_OF_MESSAGES), include_inactive=True)
+        for message in page["messages"]:
+            if message.get("summary"):
+                continue
+            for item in items_of(dict(message)):
+                if skipping:
+                    skipping = item["id"] != after
+                    continue
+                found.append(item)
+            if skipping:  # the message that should hold ``after`` does not
+                raise _not_an_item(after or "")
+        cursor = page["next_cursor"]
+        if len(found) > limit or cursor is None:
+            break
+    if skipping:
+        raise _not_an_item(after or "")
+    return found[:limit], len(found) > limit
+
+
+def _not_an_item(after: str) -> OpenAIError:
+    return OpenAIError(400, f"after must be the id of an item of this conversation, not {after[:60]!r}", "after", "invalid_value")
 
 
 def resource(conversation_id: str, record: dict[str, Any]) -> dict[str, Any]:
