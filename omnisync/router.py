@@ -10,6 +10,7 @@ from .store_options import check_options
 from .store_urls import check_url
 from .stores.base import MemoryStore
 from .stores.registry import KINDS
+from .telemetry import traced_store
 
 STORE_KINDS = tuple(KINDS)
 
@@ -57,7 +58,7 @@ class MemoryRouter:
     def __init__(self, kind: str = "in_memory", *, url: str | None = None, store: MemoryStore | None = None, **options: Any) -> None:
         if store is not None:
             self._kind = store.kind
-            self._store: MemoryStore | None = store
+            self._store: MemoryStore | None = traced_store(store)
             self._owns_store = False
         else:
             self._kind = check_kind(kind)
@@ -81,7 +82,7 @@ class MemoryRouter:
         if self._store is None:
             with self._lock:
                 if self._store is None:
-                    self._store = build_store(self._kind, self._url, **self._options)
+                    self._store = traced_store(build_store(self._kind, self._url, **self._options))
         return self._store
 
     def get_memory_store_type(self) -> str:

@@ -17,6 +17,7 @@ from typing import Any, Union
 
 from .model.completion import Completion
 from .results import RunResult
+from .telemetry import within_run
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,8 @@ class RunStarted:
 class ModelCallStarted:
     """The loop needs a model reply to these messages; the driver sends back a Completion.
 
-    ``response_format`` is set when the run has an ``output_type``: the call must ask for it.
+    ``response_format`` is set when the run has an ``output_type``: the call must ask for it;
+    ``extra_body`` when the run was given a server's own options.
     """
 
     run_id: str
@@ -44,10 +46,14 @@ class ModelCallStarted:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None
     response_format: dict[str, Any] | None = None
+    extra_body: dict[str, Any] | None = None
 
     def options(self) -> dict[str, Any]:
         """The request options this call adds to the model's own (keyword arguments of ``ChatClient.complete``)."""
-        return {"response_format": self.response_format} if self.response_format else {}
+        options: dict[str, Any] = {"response_format": self.response_format} if self.response_format else {}
+        if self.extra_body:
+            options["extra_body"] = self.extra_body
+        return options
 
 
 @dataclass(frozen=True)
@@ -157,7 +163,7 @@ def drive(steps: RunSteps, reply_to: ReplyTo, leave: Callable[[RunSteps], None] 
             yield event
             if isinstance(event, ModelCallStarted):
                 try:
-                    reply = yield from reply_to(event)
+                    reply = yield from within_run(steps, reply_to(event))
                 except Exception as exc:
                     steps.throw(exc)  # the loop records the failure and raises it again
                     raise

@@ -55,6 +55,7 @@ from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCELLED, COMPLETED
 from .run_state import KEEPER, Watch
 from .storable import MAX_ID_LENGTH, storable_reply, storable_tool_result
 from .stores.base import MemoryStore
+from .telemetry import run_tool, traced_run, traced_wait
 from .tools import ToolRegistry
 from .usage import STEP, add_usage, counted_usage, model_call
 
@@ -119,17 +120,26 @@ class Runner:
 
     # --- starting and resuming ---------------------------------------------------------
 
-    def start(self, message: Content | None, session_id: str, on_busy: str = "wait", output: OutputType | None = None) -> RunSteps:
-        """A new run of ``message`` in the session; with None, the model answers the session as it stands (a continuation)."""
+    @traced_run
+    def start(
+        self,
+        message: Content | None,
+        session_id: str,
+        on_busy: str = "wait",
+        output: OutputType | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> RunSteps:
+        """Run ``message`` in ``session_id`` (None: the model answers the session as it stands, a continuation);
+        ``extra_body`` (checked by the caller) goes into each of its model calls' bodies."""
         store = self.store
         run_id = run_state.new_run_id()
         token = run_state.new_token()
-        opened = self._open_free_session(store, session_id, run_id, token, message, output)
+        opened = self._open_free_session(store, session_id, run_id, token, message, output, extra_body)
         if opened is None:
             self._take_session(store, session_id, run_id, on_busy)
             try:
                 window = self.prompt.window(store, self.agent, session_id)
-                record = run_state.create(store, self._new_record(session_id, run_id, token, message, window, output))
+                record = run_state.create(store, self._new_record(session_id, run_id, token, message, window, output, extra_body))
             except BaseException:
                 self._release_session(store, session_id, run_id)
                 raise
@@ -146,6 +156,7 @@ class Runner:
         )
         return (yield from self._loop(store, context, resumed=False))
 
+    @traced_run
     def resume(self, run_id: str, output: OutputType | None = None) -> RunSteps:
         """Continue a run; ``output`` replaces the output_type it started with (by default its stored schema, read as JSON)."""
         store = self.store
@@ -189,7 +200,14 @@ class Runner:
     # --- one run per session -------------------------------------------------------------
 
     def _open_free_session(
-        self, store: MemoryStore, session_id: str, run_id: str, token: str, message: Content | None, output: OutputType | None
+        self,
+        store: MemoryStore,
+        session_id: str,
+        run_id: str,
+        token: str,
+        message: Content | None,
+        output: OutputType | None,
+        extra_body: dict[str, Any] | None,
     ) -> tuple[RunRecord, list[Message]] | None:
         """Take a free session and create the run's record with one read and one write.
 
@@ -207,7 +225,7 @@ class Runner:
             return None
         if wanted is None or abandoned is not None:
             return None
-        record = self._new_record(session_id, run_id, token, message, window, output)
+        record = self._new_record(session_id, run_id, token, message, window, output, extra_body)
         try:
             saved = run_state.create_in_free_session(store, wanted, lease.version if lease is not None else None, record)
         except RunConflictError:
@@ -218,7 +236,14 @@ class Runner:
         return saved, window
 
     def _new_record(
-        self, session_id: str, run_id: str, token: str, message: Content | None, window: list[Message], output: OutputType | None
+        self,
+        session_id: str,
+        run_id: str,
+        token: str,
+        message: Content | None,
+        window: list[Message],
+        output: OutputType | None,
+        extra_body: dict[str, Any] | None,
     ) -> RunRecord:
         return run_state.new_record(
             self.agent,
@@ -230,8 +255,10 @@ class Runner:
             lease_seconds=self.config.run_lease_seconds,
             run_id=run_id,
             response_format=output.response_format if output else None,
+            extra_body=extra_body or None,
         )
 
+    @traced_wait
     def _take_session(self, store: MemoryStore, session_id: str, run_id: str, on_busy: str) -> None:
         """Make ``run_id`` the session's run, waiting for a busy one up to ``session_wait_seconds`` if asked."""
         waited_until = time.monotonic() + (self.config.session_wait_seconds if on_busy == "wait" else 0)
@@ -412,7 +439,9 @@ class Runner:
             prompt = self.prompt.build(context.history, context.current)
             response_format = context.output.response_format if context.output else None
             try:
-                completion = yield ModelCallStarted(context.record.run_id, step, prompt.messages, self.tools.schemas() or None, response_format)
+                completion = yield ModelCallStarted(
+                    context.record.run_id, step, prompt.messages, self.tools.schemas() or None, response_format, context.record.extra_body
+                )
             except BadRequestError as exc:
                 unsupported = refused(exc, response_format) if response_format else None
                 if unsupported is None:
@@ -504,7 +533,7 @@ class Runner:
             if tool is None:
                 result = f"Error: there is no tool named {call['function']['name']!r}; available: {', '.join(self.tools.names()) or 'none'}."
             else:
-                result = tool.call(call["function"].get("arguments") or "{}")
+                result = run_tool(tool, call)
             self._save(store, context, context.record.evolve(tool_calls_made=context.record.tool_calls_made + 1))
             yield self._tool_result(store, context, call, storable_tool_result(result))
         if awaiting:

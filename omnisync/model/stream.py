@@ -22,7 +22,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 import urllib3
@@ -35,20 +35,23 @@ from .body import reader as body_reader
 from .completion import Completion, parse_completion
 from .sse import EventParser
 
+if TYPE_CHECKING:
+    from ..telemetry import ChatCall
+
 
 END_WAIT_SECONDS = 1.0  # after [DONE], how long the body's last chunk may take before the connection is dropped, not reused
 END_READS = 4
 
 
 @dataclass(frozen=True, slots=True)
-class TextDelta:
+class TextFragment:
     """A piece of the answer's text."""
 
     text: str
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallDelta:
+class ToolCallFragment:
     """A fragment of tool call ``index``: its id and name come first, its arguments in pieces."""
 
     index: int
@@ -57,7 +60,7 @@ class ToolCallDelta:
     arguments: str
 
 
-Delta = TextDelta | ToolCallDelta
+Fragment = TextFragment | ToolCallFragment
 
 
 @dataclass
@@ -79,12 +82,12 @@ class CompletionAssembler:
         self.model: str | None = None
         self.id: str | None = None
 
-    def add(self, chunk: dict[str, Any]) -> list[Delta]:
+    def add(self, chunk: dict[str, Any]) -> list[Fragment]:
         self.id = self.id or chunk.get("id")
         self.model = self.model or chunk.get("model")
         if isinstance(chunk.get("usage"), dict):
             self.usage = read_usage(chunk["usage"])
-        deltas: list[Delta] = []
+        deltas: list[Fragment] = []
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
@@ -94,14 +97,14 @@ class CompletionAssembler:
                 self.saw_content = True
                 if content:
                     self.text.append(content)
-                    deltas.append(TextDelta(content))
+                    deltas.append(TextFragment(content))
             for position, fragment in enumerate(delta.get("tool_calls") or ()):
                 deltas.append(self._add_tool_fragment(fragment, position))
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
         return deltas
 
-    def _add_tool_fragment(self, fragment: dict[str, Any], position: int) -> ToolCallDelta:
+    def _add_tool_fragment(self, fragment: dict[str, Any], position: int) -> ToolCallFragment:
         index = fragment.get("index", position)
         call = self.tool_calls.setdefault(index, _ToolCall())
         function = fragment.get("function") or {}
@@ -110,7 +113,7 @@ class CompletionAssembler:
         arguments = function.get("arguments") or ""
         if arguments:
             call.arguments.append(arguments)
-        return ToolCallDelta(index, fragment.get("id"), function.get("name"), arguments)
+        return ToolCallFragment(index, fragment.get("id"), function.get("name"), arguments)
 
     def _content(self) -> str | None:
         text = "".join(self.text)
@@ -153,8 +156,10 @@ class CompletionStream:
         *,
         deadline_at: float,
         clock: Callable[[], float] = time.monotonic,
+        call: ChatCall | None = None,
     ) -> None:
         self.response = response
+        self._call = call  # its span ends with the stream
         self.url: str = redact_url(response.url)
         self._deadline_at = deadline_at
         self._clock = clock
@@ -187,7 +192,7 @@ class CompletionStream:
         """What has arrived so far: the text, never a tool call."""
         return self._assembler.partial()
 
-    def __iter__(self) -> Iterator[Delta]:
+    def __iter__(self) -> Iterator[Fragment]:
         if self._started:
             raise RuntimeError("a CompletionStream can be iterated only once")
         self._started = True
@@ -196,18 +201,26 @@ class CompletionStream:
                 yield from self._whole_reply()
             else:
                 yield from self._deltas()
+        except BaseException as exc:
+            if self._call is not None and not isinstance(exc, GeneratorExit):
+                self._call.failed(exc)
+            raise
         finally:
             self.close()
+            if self._call is not None and self._completion is not None:
+                self._call.finished(self._completion)
+            elif self._call is not None:
+                self._call.stopped()  # after failed(), nothing is left to end
 
-    def _whole_reply(self) -> Iterator[Delta]:
+    def _whole_reply(self) -> Iterator[Fragment]:
         """A server that ignored ``stream: true`` and answered with one JSON completion."""
         self._completion = parse_completion(self.response.json())
         if self._completion.content:
-            yield TextDelta(self._completion.content)
+            yield TextFragment(self._completion.content)
         for index, call in enumerate(self._completion.tool_calls):
-            yield ToolCallDelta(index, call["id"], call["function"]["name"], call["function"]["arguments"])
+            yield ToolCallFragment(index, call["id"], call["function"]["name"], call["function"]["arguments"])
 
-    def _deltas(self) -> Iterator[Delta]:
+    def _deltas(self) -> Iterator[Fragment]:
         assembler = self._assembler
         parser = EventParser()
         for chunk in self._body():

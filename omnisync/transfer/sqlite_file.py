@@ -55,6 +55,8 @@ RUN_COLUMNS: dict[str, type] = {
     "usage": str,
     "model_calls": str,
     "response_format": str,
+    "extra_body": str,
+    "trace_parent": str,
     "message": str,
     "tool_calls_made": int,
     "pending_calls": str,
