@@ -56,7 +56,7 @@ def test_a_run_without_a_message_needs_a_session_that_has_messages(agent):
 def test_twins_past_the_kept_number_are_cleaned_up_once_no_run_uses_them(agent, monkeypatch):
     import time
 
-    from omnisync import aio
+    from omnisync._aio_twin import twin_of
     from omnisync.serve.openai_api import variants
 
     cleaned: list[OmniCoreAgent] = []
@@ -64,7 +64,7 @@ def test_twins_past_the_kept_number_are_cleaned_up_once_no_run_uses_them(agent, 
     monkeypatch.setattr(OmniCoreAgent, "cleanup", lambda self: cleaned.append(self))
     running: set[object] = set()
     kept = variants.Variants(in_use=lambda twin: twin in running)
-    served = aio._twin_of(agent)
+    served = twin_of(agent)
     first = kept.of("a", served, "be brief", {}, [])
     assert kept.of("a", served, "be brief", {}, []) is first  # reused
     running.add(first)

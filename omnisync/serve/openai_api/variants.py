@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from ... import aio
+from ..._aio_twin import twin_of
 from ...agent import OmniCoreAgent
 from .client_tools import registry_with
 
@@ -40,7 +41,7 @@ class Variants:
         key = json.dumps([name, instructions, sampling, tools], sort_keys=True)
         twin = self._twins.get(key)
         if twin is None:
-            twin = self._twins[key] = cast(aio.OmniCoreAgent, getattr(aio, "_twin_of")(_twin(agent.blocking, instructions, sampling, tools)))
+            twin = self._twins[key] = cast(aio.OmniCoreAgent, twin_of(_twin(agent.blocking, instructions, sampling, tools)))
             while len(self._twins) > KEPT:
                 self._retired.append(self._twins.popitem(last=False)[1])
             self._clean_up_retired()
