@@ -122,7 +122,7 @@ def test_aio_methods_are_coroutines_that_return_typed_results(tmp_path):
     run, others = notes[0], notes[1:]
     assert run.startswith('note: Revealed type is "def (message: str | '), stdout
     assert "Sequence[TypedDict(omnisync.content.TextPart, {" in run, stdout  # or any other part; see omnisync.content
-    assert "})] | None, session_id: str | None =, on_busy: str =, output_type: Any =) -> " in run, stdout  # None: continue the session
+    assert "})] | None, session_id: str | None =, on_busy: str =, output_type: Any =, extra_body: typing.Mapping[str, Any] | None =) -> " in run, stdout  # None: continue the session
     assert "Coroutine[Any, Any, TypedDict(omnisync.results.RunResult, {'response': str | None" in run, stdout
     assert others == [
         'note: Revealed type is "str | None"',
