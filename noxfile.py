@@ -53,7 +53,7 @@ FULL_SUITE_PYTHON = "3.11"  # with every server; the other Pythons run the in-pr
 @nox.session(python=[python for python in PYTHONS if python != LOWEST_PYTHON])
 def tests(session: nox.Session) -> None:
     """The suite and the examples against the installed wheel."""
-    session.install(f"omnisync[test] @ {built_wheel(session).as_uri()}")
+    session.install(f"omnisync[test,test-agents] @ {built_wheel(session).as_uri()}")
     servers = {} if session.python == FULL_SUITE_PYTHON else {"OMNISYNC_TEST_SERVERS": "none"}
     run_suite_from_a_copy(session, servers)
 

@@ -91,7 +91,7 @@ class OmniCoreAgent:
 
     def run(
         self,
-        message: UserContent,
+        message: UserContent | None,
         session_id: str | None = None,
         on_busy: str = "wait",
         output_type: Any = None,
@@ -100,7 +100,9 @@ class OmniCoreAgent:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         ``message`` is a string or a list of content parts (text, ``image_url``, ``input_audio``,
-        ``file``, as Chat Completions takes them), stored and sent again exactly as given.
+        ``file``, as Chat Completions takes them), stored and sent again exactly as given; None
+        continues ``session_id`` as it stands (the model answers its last messages, such as the
+        results of tools the caller ran, see ``Tool.runs_on_client``).
 
         Returns ``response``, ``session_id``, ``run_id``, ``status`` and ``usage``; a run that
         pauses has ``response=None`` and ``approvals`` or a ``budget_request``. One run per
@@ -125,7 +127,7 @@ class OmniCoreAgent:
     @streams
     def stream(
         self,
-        message: UserContent,
+        message: UserContent | None,
         session_id: str | None = None,
         on_busy: str = "wait",
         output_type: Any = None,
@@ -152,14 +154,18 @@ class OmniCoreAgent:
         output = _output(output_type)
         return AgentStream(lambda: self._runner.resume(run_id, output), self._client, self._after_run, self._runner.on_cancel, self._stored_result)
 
-    def _checked_run_arguments(self, message: UserContent, session_id: str | None, on_busy: str) -> tuple[Content, str, str]:
-        content = check_content(message)
+    def _checked_run_arguments(self, message: UserContent | None, session_id: str | None, on_busy: str) -> tuple[Content | None, str, str]:
+        if message is None and session_id is None:
+            raise ConfigurationError("message may be None only to continue a session: pass its session_id")
+        content = None if message is None else check_content(message)
         if on_busy not in ON_BUSY:
             raise ConfigurationError(f"on_busy must be one of {', '.join(map(repr, ON_BUSY))}, not {on_busy!r}")
         session_id = new_session_id() if session_id is None else _check_session_id(session_id)
         return content, session_id, on_busy
 
-    def _start(self, content: Content, session_id: str, on_busy: str, output: OutputType | None, extra_body: dict[str, Any] | None) -> RunSteps:
+    def _start(self, content: Content | None, session_id: str, on_busy: str, output: OutputType | None, extra_body: dict[str, Any] | None) -> RunSteps:
+        if content is None and not self._store().latest(self.name, session_id, 1):
+            raise ConfigurationError(f"message must be a string or a list of content parts: None continues a session, and {session_id!r} has no messages")
         self._summarizer.wait(session_id)
         return self._runner.start(content, session_id, on_busy, output, extra_body)
 
@@ -433,7 +439,9 @@ def _check_run_id(run_id: Any) -> str:
 def _history_entry(message: Message, include_inactive: bool) -> HistoryMessage:
     if not include_inactive:
         return cast(HistoryMessage, message.to_chat())
-    marks = {"status": message.status, "seq": message.seq, "summary": message.is_summary, "partial": bool(message.metadata.get("partial"))}
+    marks = {
+        "status": message.status, "seq": message.seq, "summary": message.is_summary, "partial": bool(message.metadata.get("partial")), "run_id": message.run_id,
+    }
     return cast(HistoryMessage, {**message.to_chat(), **marks})
 
 

@@ -47,6 +47,8 @@ class AgentConfig:
     def from_dict(cls, config: Any) -> "AgentConfig":
         if config is None:
             return cls()
+        if isinstance(config, cls):  # another agent's, as it is (omnisync.serve.openai_api.variants)
+            return config
         if not isinstance(config, dict):
             raise ConfigurationError(f"agent_config must be a dict with keys {', '.join(AGENT_KEYS)}, not {type(config).__name__}")
         only_keys("agent_config", config, AGENT_KEYS)

@@ -292,11 +292,13 @@ class OmniCoreAgent(AsyncTwin, blocking=_BlockingOmniCoreAgent):
         """``resume()``, streamed, with the events of :meth:`stream`."""
         return self._stream("resume_stream", run_id, output_type)
 
-    async def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None, extra_body: Mapping[str, Any] | None = None) -> RunResult:
+    async def run(self, message: UserContent | None, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None, extra_body: Mapping[str, Any] | None = None) -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         ``message`` is a string or a list of content parts (text, ``image_url``, ``input_audio``,
-        ``file``, as Chat Completions takes them), stored and sent again exactly as given.
+        ``file``, as Chat Completions takes them), stored and sent again exactly as given; None
+        continues ``session_id`` as it stands (the model answers its last messages, such as the
+        results of tools the caller ran, see ``Tool.runs_on_client``).
 
         Returns ``response``, ``session_id``, ``run_id``, ``status`` and ``usage``; a run that
         pauses has ``response=None`` and ``approvals`` or a ``budget_request``. One run per
@@ -315,7 +317,7 @@ class OmniCoreAgent(AsyncTwin, blocking=_BlockingOmniCoreAgent):
         result: RunResult = await self._call("run", message, session_id, on_busy, output_type, extra_body)
         return result
 
-    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None, extra_body: Mapping[str, Any] | None = None) -> AsyncAgentStream:
+    def stream(self, message: UserContent | None, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None, extra_body: Mapping[str, Any] | None = None) -> AsyncAgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
         Yields ``RunStarted`` (its ``run_id``, also ``stream.run_id``) before the first model

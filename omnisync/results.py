@@ -133,15 +133,17 @@ class ChatMessage(_ChatMessageKeys, total=False):
 
 
 class HistoryMessage(ChatMessage, total=False):
-    """A message of ``get_session_history``; ``status``, ``seq``, ``summary`` and ``partial`` only with ``include_inactive=True``.
+    """A message of ``get_session_history``; ``status``, ``seq``, ``summary``, ``partial`` and ``run_id`` only with ``include_inactive=True``.
 
-    ``partial`` is True for a streamed reply the caller stopped midway (its text so far).
+    ``partial`` is True for a streamed reply the caller stopped midway (its text so far);
+    ``run_id`` is the run that wrote the message (None for one written outside a run).
     """
 
     status: Literal["active", "inactive"]
     seq: int
     summary: bool
     partial: bool
+    run_id: str | None
 
 
 class HistoryPage(TypedDict):

@@ -122,9 +122,15 @@ class Runner:
 
     @traced_run
     def start(
-        self, message: Content, session_id: str, on_busy: str = "wait", output: OutputType | None = None, extra_body: dict[str, Any] | None = None
+        self,
+        message: Content | None,
+        session_id: str,
+        on_busy: str = "wait",
+        output: OutputType | None = None,
+        extra_body: dict[str, Any] | None = None,
     ) -> RunSteps:
-        """Run ``message`` in ``session_id``; ``extra_body`` (checked by the caller) goes into each of its model calls' bodies."""
+        """Run ``message`` in ``session_id`` (None: the model answers the session as it stands, a continuation);
+        ``extra_body`` (checked by the caller) goes into each of its model calls' bodies."""
         store = self.store
         run_id = run_state.new_run_id()
         token = run_state.new_token()
@@ -139,12 +145,12 @@ class Runner:
                 raise
         else:
             record, window = opened
-        user = self.prompt.price({"role": "user", "content": message})
+        user = [self.prompt.price({"role": "user", "content": message})] if message is not None else []
         context = RunContext(
             record=record,
             history=self.prompt.earlier(window),
-            current=[user],
-            unwritten=[self._message(user, record.run_id)],
+            current=user,
+            unwritten=[self._message(priced, record.run_id) for priced in user],
             leased_at=self.clock(),
             output=output,
         )
@@ -199,7 +205,7 @@ class Runner:
         session_id: str,
         run_id: str,
         token: str,
-        message: Content,
+        message: Content | None,
         output: OutputType | None,
         extra_body: dict[str, Any] | None,
     ) -> tuple[RunRecord, list[Message]] | None:
@@ -234,7 +240,7 @@ class Runner:
         session_id: str,
         run_id: str,
         token: str,
-        message: Content,
+        message: Content | None,
         window: list[Message],
         output: OutputType | None,
         extra_body: dict[str, Any] | None,
@@ -503,8 +509,11 @@ class Runner:
     def _run_tools(
         self, store: MemoryStore, context: RunContext, calls: list[dict[str, Any]]
     ) -> Generator[RunEvent, Any, RunResult | None]:
-        awaiting = []
+        awaiting, on_client = [], []
         for call in calls:
+            if self._runs_on_client(call):
+                on_client.append(call)
+                continue
             decision = context.record.decisions.get(call["id"])
             if self._needs_approval(call) and decision is None:
                 awaiting.append(call)
@@ -529,6 +538,8 @@ class Runner:
             yield self._tool_result(store, context, call, storable_tool_result(result))
         if awaiting:
             return (yield from self._pause(store, context, AWAITING_APPROVAL, pending_calls=awaiting))
+        if on_client:  # the caller runs these: the run ends, and their results come before the session's next run
+            return (yield from self._finish(store, context, COMPLETED, None))
         return None
 
     def _tool_result(self, store: MemoryStore, context: RunContext, call: dict[str, Any], content: str) -> ToolResult:
@@ -536,6 +547,10 @@ class Runner:
         self._add(context, {"role": "tool", "tool_call_id": call["id"], "content": content}, name=_tool_name(call))
         self._write(store, context)
         return ToolResult(context.record.run_id, call["id"], call["function"]["name"], content)
+
+    def _runs_on_client(self, call: dict[str, Any]) -> bool:
+        tool = self.tools.get(call["function"]["name"])
+        return bool(tool and tool.runs_on_client)
 
     def _needs_approval(self, call: dict[str, Any]) -> bool:
         tool = self.tools.get(call["function"]["name"])

@@ -23,6 +23,20 @@ ROOTS = (
     "CreateChatCompletionStreamResponse",
     "ChatCompletionTool",
     "ErrorResponse",
+    # the Responses and Conversations API omnisync serves (omnisync/serve/openai_api/)
+    "CreateResponse",
+    "Response",
+    "ResponseStreamEvent",
+    "ResponseItemList",
+    "CreateConversationBody",
+    "UpdateConversationBody",
+    "ConversationResource",
+    "DeletedConversationResource",
+    "ConversationItem",
+    "ConversationItemList",
+    "InputItem",
+    "ListModelsResponse",
+    "Model",
 )
 SCHEMA_PREFIX = "#/components/schemas/"
 OUTPUT = Path(__file__).resolve().parents[1] / "tests" / "openapi_spec" / "openapi.json"

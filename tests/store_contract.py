@@ -227,6 +227,19 @@ class StoreContract:
         assert store.clear(AGENT, "no-such-session") == 0
         assert contents(store.history(AGENT, "one")) == ["1"]
 
+    def test_delete_one_message_of_a_session(self, store):
+        first, middle, last = store.append(AGENT, "s", [user("1"), reply("2"), user("3")])
+        store.append(AGENT, "other", [user("kept")])
+        assert store.delete_message(AGENT, "s", middle.seq) is True
+        assert contents(store.history(AGENT, "s", include_inactive=True)) == ["1", "3"]
+        assert store.delete_message(AGENT, "s", middle.seq) is False  # gone already
+        assert store.delete_message(AGENT, "no-such-session", first.seq) is False
+        assert store.delete_message(AGENT, "s", last.seq) is True  # the newest: its seq is not taken again
+        [fresh] = store.append(AGENT, "s", [user("4")])
+        assert fresh.seq > last.seq
+        assert contents(store.history(AGENT, "s")) == ["1", "4"] and contents(store.history(AGENT, "other")) == ["kept"]
+        assert [s.message_count for s in store.sessions(AGENT) if s.session_id == "s"] == [2]
+
     def test_seq_keeps_growing_after_clear(self, store):
         [old] = store.append(AGENT, "s", [user("old")])
         store.clear(AGENT, "s")

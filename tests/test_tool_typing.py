@@ -122,7 +122,7 @@ def test_aio_methods_are_coroutines_that_return_typed_results(tmp_path):
     run, others = notes[0], notes[1:]
     assert run.startswith('note: Revealed type is "def (message: str | '), stdout
     assert "Sequence[TypedDict(omnisync.content.TextPart, {" in run, stdout  # or any other part; see omnisync.content
-    assert "})], session_id: str | None =, on_busy: str =, output_type: Any =) -> " in run, stdout
+    assert "})] | None, session_id: str | None =, on_busy: str =, output_type: Any =, extra_body: typing.Mapping[str, Any] | None =) -> " in run, stdout  # None: continue the session
     assert "Coroutine[Any, Any, TypedDict(omnisync.results.RunResult, {'response': str | None" in run, stdout
     assert others == [
         'note: Revealed type is "str | None"',
@@ -137,7 +137,7 @@ def test_aio_methods_are_coroutines_that_return_typed_results(tmp_path):
     assert errors[:2] == [
         'error: Unsupported operand types for + ("int" and "str")  [operator]',
         'error: Argument 1 to "run" of "OmniCoreAgent" has incompatible type "int"; '
-        'expected "str | Sequence[TextPart | ImagePart | AudioPart | FilePart]"  [arg-type]',
+        'expected "str | Sequence[TextPart | ImagePart | AudioPart | FilePart] | None"  [arg-type]',
     ], stdout
     assert len(errors) == 3 and "Literal['medium']" in errors[2] and '"detail"' in errors[2], stdout
     assert status == 1

@@ -18,6 +18,7 @@
     POST   /agents/{agent}/runs/{run_id}/budget           raise a paused run's limits
     POST   /agents/{agent}/runs/{run_id}/resume           resume (JSON, SSE, or 202 with Prefer: respond-async)
     POST   /agents/{agent}/runs/{run_id}/cancel           stop a run
+    ...    /v1/models, /v1/conversations, /v1/responses   OpenAI's stateful API (openai_api/)
 
 Every method is the agent's own, awaited through omnisync.aio; runs are driven by
 :class:`~omnisync.serve.runs.RunHub`, apart from the request, and their events kept in the
@@ -51,7 +52,7 @@ from ..results import RunResult
 from ..run_record import PAUSED_STATUSES, RUNNING, RunRecord
 from ..runner import result_of
 from ..telemetry import ContinueTrace
-from . import page
+from . import openai_api, page
 from .agents import Agents, served_agents
 from .auth import Tokens
 from .bodies import (
@@ -170,7 +171,8 @@ class _Api:
             ("POST", run + "/resume", self.resume),
             ("POST", run + "/cancel", self.cancel),
         ]
-        return [Route(path, _guarded(handler), methods=[method]) for method, path, handler in table]
+        routes = [Route(path, _guarded(handler), methods=[method]) for method, path, handler in table]
+        return routes + openai_api.routes(openai_api.Host(self.agents, self.hub, self._visible, self.max_body, self.body_seconds))
 
     # --- who asks, for which agent ------------------------------------------------------
 

@@ -54,6 +54,28 @@ async def read_json(request: Request, fields: Fields, limit: int, seconds: float
 
     A body that does not arrive within ``seconds`` is a 408, and the connection is closed.
     """
+    data = await read_body_json(request, limit, seconds)
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"the body must be a JSON object with the keys {', '.join(fields) or '(none)'}, not {type(data).__name__}")
+    unknown = [key for key in data if key not in fields]
+    if unknown:
+        raise ConfigurationError(f"unknown key(s) in the body: {', '.join(unknown)}; allowed: {', '.join(fields) or '(none)'}")
+    for key, (types, required) in fields.items():
+        if key not in data:
+            if required:
+                raise ConfigurationError(f"the body needs {key!r}")
+            continue
+        value = data[key]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            wanted = " or ".join("null" if t is type(None) else {"str": "string", "bool": "boolean", "int": "integer", "list": "a list of content parts", "dict": "an object"}.get(t.__name__, t.__name__) for t in types)
+            raise ConfigurationError(f"{key!r} must be {wanted}, not {json.dumps(value)[:80]}")
+        if isinstance(value, str) and key != "message":  # a message's own checks say more
+            checked_text(value, key)
+    return data
+
+
+async def read_body_json(request: Request, limit: int, seconds: float = BODY_SECONDS) -> Any:
+    """The body's JSON, whatever its shape (``{}`` for an empty body), within ``limit`` bytes and ``seconds``."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HttpError(413, "PayloadTooLarge", f"the body is larger than this server's limit of {limit} bytes")
@@ -73,22 +95,6 @@ async def read_json(request: Request, fields: Fields, limit: int, seconds: float
             raise HttpError(400, "InvalidJSON", f"the body is not JSON ({exc}); send a JSON object") from None
         if _depth_over(data, MAX_DEPTH):
             raise too_deep
-    if not isinstance(data, dict):
-        raise ConfigurationError(f"the body must be a JSON object with the keys {', '.join(fields) or '(none)'}, not {type(data).__name__}")
-    unknown = [key for key in data if key not in fields]
-    if unknown:
-        raise ConfigurationError(f"unknown key(s) in the body: {', '.join(unknown)}; allowed: {', '.join(fields) or '(none)'}")
-    for key, (types, required) in fields.items():
-        if key not in data:
-            if required:
-                raise ConfigurationError(f"the body needs {key!r}")
-            continue
-        value = data[key]
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            wanted = " or ".join("null" if t is type(None) else {"str": "string", "bool": "boolean", "int": "integer", "list": "a list of content parts", "dict": "an object"}.get(t.__name__, t.__name__) for t in types)
-            raise ConfigurationError(f"{key!r} must be {wanted}, not {json.dumps(value)[:80]}")
-        if isinstance(value, str) and key != "message":  # a message's own checks say more
-            checked_text(value, key)
     return data
 
 

@@ -264,6 +264,9 @@ def describe() -> dict[str, Any]:
             )
         },
     }
+    from .openai_api.described import openai_paths  # it uses this module's helpers
+
+    paths.update(openai_paths())
     return {
         "openapi": "3.1.0",
         "info": {"title": "omnisync serve", "version": _version(), "description": "An omnisync agent's sessions and runs over JSON and server-sent events. GET / is a page to try it."},

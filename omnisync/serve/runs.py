@@ -236,6 +236,10 @@ class RunHub:
         self._drives.add(drive)
         return drive
 
+    def drives_agent(self, agent: aio.OmniCoreAgent) -> bool:
+        """Whether a drive of this process runs one of ``agent``'s runs now."""
+        return any(drive.agent is agent for drive in self._drives)
+
     def live(self, name: str, run_id: str) -> Drive | None:
         return self._live.get((name, run_id))
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from ..errors import NotSerializableError, RunConflictError
+from ..errors import NotSerializableError, RunConflictError, StoreError
 from ..messages import Message
 from ..run_record import RUN, RUN_KINDS, RunRecord
 from .checked_calls import check_calls_of
@@ -125,6 +125,13 @@ class MemoryStore(ABC):
             if len(page) < page_size:
                 return
             after = page[-1].seq
+
+    def delete_message(self, agent: str, session_id: str, seq: int) -> bool:
+        """Delete the one message of the session at ``seq`` (active or not); whether there was one.
+
+        The session's seq counter stays, so no later message takes that seq. Run records are not touched.
+        """
+        raise StoreError(f"{type(self).__name__} cannot delete one message of a session; clear the session instead")
 
     @abstractmethod
     def clear(self, agent: str, session_id: str | None = None) -> int:

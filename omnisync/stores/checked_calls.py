@@ -74,6 +74,7 @@ CHECKS: dict[str, dict[str, Check]] = {
     "history": _SESSION,
     "history_page": _SESSION,
     "clear": {"agent": _id, "session_id": _optional_id},
+    "delete_message": _SESSION,
     "sessions": {"agent": _optional_id},
     "sessions_page": {"agent": _optional_id, "after": _session_cursor},
     "fold": {**_SESSION, "summary": _message},

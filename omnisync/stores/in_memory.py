@@ -116,6 +116,14 @@ class InMemoryStore(MemoryStore):
                         break
             return found
 
+    def delete_message(self, agent: str, session_id: str, seq: int) -> bool:
+        with self._lock:
+            log = self._sessions.get((agent, session_id))
+            if log is None or seq not in log.seqs:
+                return False
+            log.replace_all([m for m in log.messages if m.seq != seq])  # last_seq stays
+            return True
+
     def clear(self, agent: str, session_id: str | None = None) -> int:
         with self._lock:
             cleared = 0

@@ -317,6 +317,13 @@ class MongoStore(MemoryStore):
         with self._errors(f"reading a page of the history of session {session_id!r}"):
             return [_document_message(doc) for doc in self.messages.find(query).sort("seq", ASCENDING).limit(limit)]
 
+    def delete_message(self, agent: str, session_id: str, seq: int) -> bool:
+        """The message becomes a "cleared" mark (no content), which no read returns and which keeps the seq counter (see :meth:`clear`)."""
+        key = _session(agent, session_id)
+        with self._errors("deleting a message"):
+            found = self.messages.find_one_and_replace({**key, "seq": seq, **_STORED}, {**key, "seq": seq, "status": CLEARED, "created_at": _now()})
+        return found is not None
+
     def clear(self, agent: str, session_id: str | None = None) -> int:
         """Delete the messages under a "cleared" mark one above the session's newest seq.
 

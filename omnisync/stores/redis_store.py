@@ -324,6 +324,15 @@ class RedisStore(MemoryStore):
         stored.sort(key=lambda m: m.seq)  # type: ignore[arg-type,return-value]
         return stored[:limit]
 
+    def delete_message(self, agent: str, session_id: str, seq: int) -> bool:
+        active, inactive, _ = self._session_keys(agent, session_id)  # one slot: both removals in one transaction
+        with self._errors():
+            pipe = self.client.pipeline(transaction=True)
+            pipe.zremrangebyscore(active, seq, seq)
+            pipe.zremrangebyscore(inactive, seq, seq)
+            removed = cast("list[int]", pipe.execute())
+        return sum(int(n) for n in removed) > 0  # the seq counter (in meta) stays
+
     def clear(self, agent: str, session_id: str | None = None) -> int:
         with self._errors():
             if session_id is not None:

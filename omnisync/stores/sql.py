@@ -323,6 +323,11 @@ class SQLStore(MemoryStore):
         with self._statement() as conn:
             return rows_messages(conn.execute(query), agent, session_id, status=None)
 
+    def delete_message(self, agent: str, session_id: str, seq: int) -> bool:
+        key = (schema.messages.c.agent == agent) & (schema.messages.c.session_id == session_id) & (schema.messages.c.seq == seq)
+        with self._statement(write=True) as conn:  # the seq counter stays
+            return bool(conn.execute(schema.messages.delete().where(key)).rowcount)
+
     def clear(self, agent: str, session_id: str | None = None) -> int:
         key = schema.messages.c.agent == agent
         if session_id is not None:

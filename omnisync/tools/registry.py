@@ -28,6 +28,9 @@ class Tool:
     description: str
     signature: ToolParameters
     requires_approval: bool = False
+    runs_on_client: bool = False
+    """A tool the caller runs (OpenAI's function tools, see omnisync.serve.openai_api): a call to it
+    ends the run, and its result is written into the session before the next run."""
 
     @property
     def parameters(self) -> dict[str, Any]:
