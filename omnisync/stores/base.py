@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
@@ -65,6 +65,15 @@ class MemoryStore(ABC):
     """
 
     kind: ClassVar[str]
+    message_seal: Callable[[Message], Message] | None = None
+    """What a message becomes as written, once its seq is known (set by
+    :class:`~omnisync.encryption.EncryptedStore`; None: written as it is). See :meth:`as_stored`."""
+
+    def as_stored(self, placed: Sequence[Message]) -> Sequence[Message]:
+        """``placed`` messages (seq given) as :meth:`append` writes them: sealed when encryption is on."""
+        seal = self.message_seal
+        return placed if seal is None else [seal(m) for m in placed]
+
     @property
     def writes_run_atomically(self) -> bool:
         """True where :meth:`append_and_save_run` checks the record's version before it writes

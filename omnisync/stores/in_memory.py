@@ -67,13 +67,13 @@ class InMemoryStore(MemoryStore):
             if session is None:
                 session = self._sessions[(agent, session_id)] = _Session()
                 bisect.insort(self._order, (agent, session_id))
-            written = []
+            placed = []
             for message in messages:
                 session.last_seq += SEQ_STEP
-                written.append(_copy(message.placed(agent=agent, session_id=session_id, seq=session.last_seq, created_at=now)))
-            session.messages.extend(written)
-            session.seqs.extend(m.seq for m in written)  # type: ignore[misc]
-            return [_copy(m) for m in written]
+                placed.append(message.placed(agent=agent, session_id=session_id, seq=session.last_seq, created_at=now))
+            session.messages.extend(_copy(m) for m in self.as_stored(placed))
+            session.seqs.extend(m.seq for m in placed)  # type: ignore[misc]
+            return [_copy(m) for m in placed]
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         with self._lock:

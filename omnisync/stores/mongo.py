@@ -263,7 +263,7 @@ class MongoStore(MemoryStore):
                     m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now)
                     for i, m in enumerate(messages)
                 ]
-                documents = [{"_id": ObjectId(), **_message_document(m)} for m in written]
+                documents = [{"_id": ObjectId(), **_message_document(m)} for m in self.as_stored(written)]
                 try:
                     self.messages.insert_many(documents, ordered=True)
                     return written

@@ -25,7 +25,7 @@ import sqlite3
 import select
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -175,7 +175,7 @@ class SQLStore(MemoryStore):
 
     @property
     def writes_run_atomically(self) -> bool:
-        return self._is_postgres  # APPEND_AND_SAVE_RUN: one statement
+        return self._is_postgres and self.message_seal is None  # APPEND_AND_SAVE_RUN: one statement, of rows not sealed
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> "SQLStore":
@@ -238,11 +238,12 @@ class SQLStore(MemoryStore):
         check_serializable(messages)
         if not messages:
             return []
-        if self._is_postgres:
+        if self._is_postgres and self.message_seal is None:  # sealed rows need their seq first: the two statements below
             return self._append_in_one_statement(agent, session_id, messages)
         counter = counter_params(agent, session_id, len(messages))
         with self._tx(write=True) as conn:
-            written, rows = place_messages(agent, session_id, messages, int(conn.execute(self._upsert_counter, counter).scalar_one()))
+            last_seq = int(conn.execute(self._upsert_counter, counter).scalar_one())
+            written, rows = place_messages(agent, session_id, messages, last_seq, seal=self.message_seal)
             conn.execute(INSERT_MESSAGE, rows)
         return written
 
@@ -261,7 +262,7 @@ class SQLStore(MemoryStore):
     ) -> tuple[list[Message], RunRecord]:
         """On PostgreSQL one statement, both or neither (the record's version checked first); a
         record saved so keeps the ``first_written_seq`` it had. Elsewhere the plain calls."""
-        if not self._is_postgres or not messages or expected_version is None:
+        if not self.writes_run_atomically or not messages or expected_version is None:
             return super().append_and_save_run(agent, session_id, messages, record, expected_version)
         now = utcnow()
         written, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
@@ -528,14 +529,15 @@ def counter_params(agent: str, session_id: str, count: int) -> dict[str, Any]:
 
 
 def place_messages(
-    agent: str, session_id: str, messages: Sequence[Message], last_seq: int, now: datetime | None = None
+    agent: str, session_id: str, messages: Sequence[Message], last_seq: int, now: datetime | None = None,
+    seal: Callable[[Message], Message] | None = None,
 ) -> tuple[list[Message], list[dict[str, Any]]]:
-    """The messages as written at ``now``, numbered up to ``last_seq``, and their rows."""
+    """The messages as written at ``now``, numbered up to ``last_seq``, and their rows (of each sealed, with ``seal``)."""
     now = now or utcnow()
     first = last_seq - SEQ_STEP * (len(messages) - 1)
     written = [m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now) for i, m in enumerate(messages)]
     now_us = _micros(now)  # once: converting a time costs more than the rest of a row
-    return written, [message_row(m, now_us) for m in written]
+    return written, [message_row(m, now_us) for m in (written if seal is None else map(seal, written))]
 
 
 # PostgreSQL's append, one statement whatever the number of messages: the counter's upsert a

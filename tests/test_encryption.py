@@ -1,0 +1,154 @@
+"""Encryption at rest on every backend: nothing in clear in the raw store, a value moved elsewhere
+refused, a wrong key raising and deleting nothing, plaintext refused outside migration mode."""
+
+from __future__ import annotations
+
+import base64
+import os
+import uuid
+
+import pytest
+
+from agent_helpers import echo, make_agent
+from backend_routers import BACKENDS, open_router
+from encryption_raw import copy_row, raw_count, raw_text
+from fake_http import install
+from omnisync import DecryptionError, Encryption, MemoryRouter
+from omnisync.errors import ConfigurationError, StoreError
+from omnisync.messages import Message
+
+pytest.importorskip("cryptography")
+
+MARKER = "MARKER-c0ffee-4242"
+
+
+def keys(current: str = "2026-12", **more: bytes) -> Encryption:
+    return Encryption(keys={current: os.urandom(32), **more}, current=current)
+
+
+@pytest.fixture(params=BACKENDS)
+def raw(request, tmp_path, monkeypatch):
+    """A router without encryption: its store is what the raw-driver helpers read."""
+    monkeypatch.delenv("OMNISYNC_ENCRYPTION_KEYS", raising=False)
+    yield from open_router(request.param, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def agent_name():
+    return f"enc-{uuid.uuid4().hex[:10]}"
+
+
+def wrapped(raw: MemoryRouter, encryption: Encryption) -> MemoryRouter:
+    return MemoryRouter(store=raw.store, encryption=encryption)
+
+
+def test_a_marker_written_through_the_agent_is_nowhere_in_the_raw_store(raw, agent_name, monkeypatch):
+    install(monkeypatch, echo)
+    router = wrapped(raw, keys())
+    with make_agent(agent_name, router=router) as agent:
+        result = agent.run(f"my password is {MARKER}", session_id="s1")
+        assert MARKER in result["response"]
+    store = router.store
+    store.append_events(agent_name, result["run_id"], [("message", {"text": f"streamed {MARKER}"})])
+    history = store.history(agent_name, "s1")
+    summary = Message("system", f"summary: {MARKER}", metadata={"summary": {"note": MARKER}})
+    assert store.fold(agent_name, "s1", summary, first_seq=history[0].seq, last_seq=history[0].seq, expected_count=1, delete=False)
+    store.append(agent_name, "s1", [Message("user", [{"type": "text", "text": MARKER}], metadata={"about": MARKER})])
+
+    held = raw_text(raw.store)
+    assert MARKER not in held and agent_name in held  # the rows are there, their values sealed
+    assert [m.content for m in store.history(agent_name, "s1")] == [f"summary: {MARKER}", f"echo: my password is {MARKER}", [{"type": "text", "text": MARKER}]]
+    assert store.history(agent_name, "s1")[-1].metadata == {"about": MARKER}
+    assert store.load_run(agent_name, result["run_id"]).response == f"echo: my password is {MARKER}"
+    assert store.read_events(agent_name, result["run_id"])[-1].data == {"text": f"streamed {MARKER}"}
+
+
+def test_a_row_copied_to_another_seq_session_or_agent_does_not_decrypt(raw, agent_name):
+    store = wrapped(raw, keys()).store
+    other_agent = agent_name + "-other"
+    store.append(agent_name, "s1", [Message("user", f"hello {MARKER}"), Message("assistant", "hi")])
+    store.append(agent_name, "s2", [Message("user", "second session")])
+    store.append(other_agent, "s1", [Message("user", "other agent")])
+    for to_agent, to_session in [(agent_name, "s1"), (agent_name, "s2"), (other_agent, "s1")]:
+        copy_row(raw.store, agent_name, "s1", 2, to_agent, to_session, 1000)
+        before = raw_count(raw.store, to_agent, to_session)
+        with pytest.raises(DecryptionError, match="moved from another") as raised:
+            store.history(to_agent, to_session)
+        assert isinstance(raised.value, StoreError)
+        with pytest.raises(DecryptionError):
+            store.window(to_agent, to_session, max_messages=10)
+        assert raw_count(raw.store, to_agent, to_session) == before  # refused, never dropped
+    assert [m.content for m in store.history_page(agent_name, "s2", None, 1)] == ["second session"]  # what was not moved opens
+
+
+def test_a_wrong_or_missing_key_raises_naming_the_key_and_deletes_nothing(raw, agent_name, monkeypatch):
+    install(monkeypatch, echo)
+    right = keys("2026-12")
+    with make_agent(agent_name, router=wrapped(raw, right)) as agent:
+        agent.run(f"remember {MARKER}", session_id="s1")
+    held = raw_count(raw.store, agent_name, "s1")
+
+    wrong_bytes = Encryption(keys={"2026-12": os.urandom(32)}, current="2026-12")
+    missing = keys("2027-01")
+    for encryption, says in [(wrong_bytes, "does not decrypt"), (missing, "wrapped by master key '2026-12'")]:
+        router = wrapped(raw, encryption)
+        with pytest.raises(DecryptionError, match=says):
+            router.store.history(agent_name, "s1")
+        with pytest.raises(DecryptionError, match=says):
+            router.store.window(agent_name, "s1", max_tokens=10_000)
+        with pytest.raises(DecryptionError, match=says):
+            router.store.clear(agent_name, "s1")
+        with pytest.raises(DecryptionError, match=says):
+            router.store.clear(agent_name)
+        with make_agent(agent_name, router=router) as agent, pytest.raises(DecryptionError, match=says):
+            agent.run("again", session_id="s1")
+        assert raw_count(raw.store, agent_name, "s1") == held
+    assert [m.content for m in wrapped(raw, right).store.history(agent_name, "s1")][-2:] == [f"remember {MARKER}", f"echo: remember {MARKER}"]
+
+
+def test_plaintext_is_refused_unless_the_router_is_in_migration_mode(raw, agent_name):
+    raw.store.append(agent_name, "s1", [Message("user", "written in clear", metadata={"k": 1})])
+    encryption = keys()
+    with pytest.raises(DecryptionError, match="stored in clear.*omnisync encrypt"):
+        wrapped(raw, encryption).store.history(agent_name, "s1")
+    migrating = Encryption(encryption.keys, encryption.current, accept_plaintext=True)
+    assert [m.content for m in wrapped(raw, migrating).store.history(agent_name, "s1")] == ["written in clear"]
+
+
+def test_keys_come_from_the_environment(monkeypatch):
+    one, two = os.urandom(32), os.urandom(32)
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", f"old:{base64.b64encode(one).decode()}, new:{base64.b64encode(two).decode()}")
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEY_ID", "new")
+    router = MemoryRouter("in_memory")
+    assert router.encryption is not None and router.encryption.keys == {"old": one, "new": two} and router.encryption.current == "new"
+    assert "Encryption(key_ids=['new', 'old'], current='new')" == repr(router.encryption)  # never the keys
+    monkeypatch.delenv("OMNISYNC_ENCRYPTION_KEY_ID")
+    with pytest.raises(ConfigurationError, match="set OMNISYNC_ENCRYPTION_KEY_ID"):
+        MemoryRouter("in_memory")
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ({"k": b"short"}, "must be 32 bytes, not 5 bytes"),
+        ({"bad id!": os.urandom(32)}, "letters, digits"),
+        ({}, "needs keys"),
+    ],
+)
+def test_bad_keys_are_refused_saying_what_to_do(given, says):
+    with pytest.raises(ConfigurationError, match=says):
+        Encryption(given, current=next(iter(given), "k"))
+
+
+def test_a_current_key_not_given_is_refused():
+    with pytest.raises(ConfigurationError, match="'b' is not one of the keys given"):
+        Encryption({"a": os.urandom(32)}, current="b")
+
+
+def test_keys_text_that_is_not_kid_base64_is_refused(monkeypatch):
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", "no-colon-here")
+    with pytest.raises(ConfigurationError, match="kid:base64 pairs"):
+        MemoryRouter("in_memory")
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", "k:not base64!")
+    with pytest.raises(ConfigurationError, match="is not base64"):
+        MemoryRouter("in_memory")
