@@ -152,3 +152,76 @@ def test_keys_text_that_is_not_kid_base64_is_refused(monkeypatch):
     monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", "k:not base64!")
     with pytest.raises(ConfigurationError, match="is not base64"):
         MemoryRouter("in_memory")
+
+
+# --- rotation, retiring, encrypting in place ------------------------------------------------
+
+
+def test_rotation_rewraps_every_data_key_leaving_content_untouched(raw, agent_name):
+    from omnisync.encryption.rotation import key_ids_in_use, rotate
+
+    old, new = os.urandom(32), os.urandom(32)
+    store = wrapped(raw, Encryption({"old": old}, "old")).store
+    for n in range(3):
+        store.append(agent_name, f"s{n}", [Message("user", f"{MARKER} {n}")])
+    sealed = [raw.store.history(agent_name, f"s{n}")[0].content for n in range(3)]  # as stored
+    both = Encryption({"old": old, "new": new}, "old")
+    done = rotate(wrapped(raw, both).store, both, "new")
+    assert (done.rewrapped, done.already) == (3, 0) and key_ids_in_use(raw.store)[("new")] == 3 and "old" not in key_ids_in_use(raw.store)
+    assert rotate(wrapped(raw, both).store, both, "new").already == 3  # run again: nothing left to do
+    only_new = wrapped(raw, Encryption({"new": new}, "new")).store
+    assert [only_new.history(agent_name, f"s{n}")[0].content for n in range(3)] == [f"{MARKER} {n}" for n in range(3)]
+    assert [raw.store.history(agent_name, f"s{n}")[0].content for n in range(3)] == sealed  # the values were not rewritten
+
+
+def test_a_store_written_in_clear_is_encrypted_in_place_then_refuses_plaintext(raw, agent_name, monkeypatch):
+    from omnisync.encryption.migration import encrypt_in_place
+
+    install(monkeypatch, echo)
+    with make_agent(agent_name, router=raw) as agent:
+        for n in range(3):
+            agent.run(f"clear {MARKER} {n}", session_id=f"s{n % 2}")
+    assert MARKER in raw_text(raw.store)
+    encryption = keys()
+    migrating = wrapped(raw, Encryption(encryption.keys, encryption.current, accept_plaintext=True)).store
+    done = encrypt_in_place(migrating, page_size=2)
+    assert (done.sessions, done.messages_sealed, done.records_sealed) == (2, 6, 3)
+    assert encrypt_in_place(migrating, page_size=2).messages_already == 6  # resumable: what is sealed is left alone
+    held = raw_text(raw.store)
+    assert MARKER not in held
+    strict = wrapped(raw, encryption).store
+    assert [m.content for m in strict.history(agent_name, "s1")] == [f"clear {MARKER} 1", f"echo: clear {MARKER} 1"]
+    assert [MARKER in r.response for r in strict.list_runs(agent_name) if r.kind == "run"] == [True] * 3
+    raw.store.message_seal = None
+    raw.store.append(agent_name, "s1", [Message("user", "written in clear afterwards")])
+    with pytest.raises(DecryptionError, match="stored in clear"):
+        wrapped(raw, encryption).store.history(agent_name, "s1")
+
+
+def test_the_command_line_encrypts_rotates_retires_and_doctor_names_the_keys(tmp_path, monkeypatch, capsys):
+    from omnisync.cli.main import main as cli_main
+
+    monkeypatch.delenv("OMNISYNC_ENCRYPTION_KEYS", raising=False)
+    url = f"sqlite:///{tmp_path / 'memory.db'}"
+    with MemoryRouter("sql", url=url) as router:
+        router.store.append("agent", "s1", [Message("user", f"hello {MARKER}")])
+    old, new = base64.b64encode(os.urandom(32)).decode(), base64.b64encode(os.urandom(32)).decode()
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", f"old:{old}")
+    assert cli_main(["--url", url, "history", "s1", "--agent", "agent"]) == 1
+    assert "stored in clear" in capsys.readouterr().err
+    assert cli_main(["--url", url, "encrypt"]) == 0
+    assert "1 messages sealed" in capsys.readouterr().out
+    assert cli_main(["--url", url, "history", "s1", "--agent", "agent"]) == 0 and MARKER in capsys.readouterr().out
+
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", f"old:{old},new:{new}")
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEY_ID", "new")
+    assert cli_main(["--url", url, "keys", "retire", "old"]) == 1
+    assert "1 data keys are still wrapped by 'old'" in capsys.readouterr().err
+    assert cli_main(["--url", url, "keys", "rotate", "--to", "new"]) == 0
+    assert "1 re-wrapped" in capsys.readouterr().out
+    assert cli_main(["--url", url, "keys", "retire", "old"]) == 0
+    assert cli_main(["--url", url, "keys", "list"]) == 0 and "new\t1 sessions" in capsys.readouterr().out
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", f"new:{new}")
+    assert cli_main(["--url", url, "history", "s1", "--agent", "agent"]) == 0 and MARKER in capsys.readouterr().out
+    cli_main(["--url", url, "doctor"])
+    assert "key ids in use: new (1 sessions)" in capsys.readouterr().out

@@ -62,6 +62,13 @@ def is_clear_message(message: Message) -> bool:
     )
 
 
+def is_sealed_field(value: Any) -> bool:
+    """Whether a field's stored value is sealed (an envelope, or a dict or list holding one)."""
+    if isinstance(value, list):
+        return len(value) == 1 and _is_sealed_dict(value[0])
+    return envelope.is_sealed(value) or _is_sealed_dict(value)
+
+
 def needs_sealing(record: RunRecord) -> bool:
     """Whether the record holds anything sealed (a lease or a claim holds none: no data key is made for it)."""
     return record.kind != DATA_KEY and any(getattr(record, name) for name in RUN_FIELDS)

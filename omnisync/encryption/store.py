@@ -33,7 +33,7 @@ class EncryptedStore(MemoryStore):
         self.encryption = encryption
         self.data_keys = DataKeys(inner, encryption)
         self._run_sessions: dict[tuple[str, str], str] = {}
-        inner.message_seal = self._seal_placed
+        inner.message_seal = self.seal_placed
 
     def __getattr__(self, name: str) -> Any:  # what only the backend has (its client, engine, kind...)
         if name == "inner":
@@ -47,7 +47,8 @@ class EncryptedStore(MemoryStore):
 
     # --- sealing and opening ------------------------------------------------------------
 
-    def _seal_placed(self, message: Message) -> Message:
+    def seal_placed(self, message: Message) -> Message:
+        """``message`` (its seq known) as stored: content, tool calls and metadata sealed."""
         return sealing.seal_message(self.data_keys.for_writing(message.agent, message.session_id), message)
 
     def _opener(self, agent: str, session_id: str) -> sealing.Opener:
@@ -56,7 +57,8 @@ class EncryptedStore(MemoryStore):
 
         return data_key
 
-    def _open_messages(self, agent: str, session_id: str, messages: list[Message]) -> list[Message]:
+    def open_messages(self, agent: str, session_id: str, messages: list[Message]) -> list[Message]:
+        """Messages of one session as the store it wraps holds them, opened."""
         opener, plain = self._opener(agent, session_id), self.encryption.accept_plaintext
         return [sealing.open_message(m, opener, plain) for m in messages]
 
@@ -66,14 +68,15 @@ class EncryptedStore(MemoryStore):
             return record
         return sealing.seal_record(self.data_keys.for_writing(record.agent, record.session_id), record)
 
-    def _open_record(self, record: RunRecord | None) -> RunRecord | None:
+    def open_record(self, record: RunRecord | None) -> RunRecord | None:
+        """A record as the store it wraps holds it, opened."""
         if record is None:
             return None
         self._run_sessions[(record.agent, record.run_id)] = record.session_id
         return sealing.open_record(record, self._opener(record.agent, record.session_id), self.encryption.accept_plaintext)
 
     def _opened_records(self, records: list[RunRecord]) -> list[RunRecord]:
-        return [r for r in map(self._open_record, records) if r is not None]
+        return [r for r in map(self.open_record, records) if r is not None]
 
     @staticmethod
     def _as_given(saved: RunRecord, given: RunRecord) -> RunRecord:
@@ -97,15 +100,15 @@ class EncryptedStore(MemoryStore):
         return self.inner.append(agent, session_id, messages)
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
-        return self._open_messages(agent, session_id, self.inner.latest(agent, session_id, limit, before_seq))
+        return self.open_messages(agent, session_id, self.inner.latest(agent, session_id, limit, before_seq))
 
     def history(self, agent: str, session_id: str, include_inactive: bool = False) -> list[Message]:
-        return self._open_messages(agent, session_id, self.inner.history(agent, session_id, include_inactive))
+        return self.open_messages(agent, session_id, self.inner.history(agent, session_id, include_inactive))
 
     def history_page(
         self, agent: str, session_id: str, after_seq: int | None, limit: int, include_inactive: bool = False
     ) -> list[Message]:
-        return self._open_messages(agent, session_id, self.inner.history_page(agent, session_id, after_seq, limit, include_inactive))
+        return self.open_messages(agent, session_id, self.inner.history_page(agent, session_id, after_seq, limit, include_inactive))
 
     def window(
         self,
@@ -119,7 +122,7 @@ class EncryptedStore(MemoryStore):
         """The store's window (token counts and roles are in clear), then opened: a message that
         does not open raises, it is never left out."""
         chosen = self.inner.window(agent, session_id, max_messages=max_messages, max_tokens=max_tokens, before_seq=before_seq)
-        return self._open_messages(agent, session_id, chosen)
+        return self.open_messages(agent, session_id, chosen)
 
     def clear(self, agent: str, session_id: str | None = None) -> int:
         """Deletes only what these keys can open: a session whose data key they do not unwrap is
@@ -171,17 +174,17 @@ class EncryptedStore(MemoryStore):
         return written, self._as_given(saved, record)
 
     def load_run(self, agent: str, run_id: str) -> RunRecord | None:
-        return self._open_record(self.inner.load_run(agent, run_id))
+        return self.open_record(self.inner.load_run(agent, run_id))
 
     def load_lease(self, agent: str, run_id: str) -> tuple[RunRecord | None, RunRecord | None]:
         lease, holder = self.inner.load_lease(agent, run_id)
-        return self._open_record(lease), self._open_record(holder)
+        return self.open_record(lease), self.open_record(holder)
 
     def load_lease_and_window(
         self, agent: str, lease_id: str, session_id: str, *, max_messages: int | None = None, max_tokens: int | None = None
     ) -> tuple[RunRecord | None, RunRecord | None, list[Message]]:
         lease, holder, window = self.inner.load_lease_and_window(agent, lease_id, session_id, max_messages=max_messages, max_tokens=max_tokens)
-        return self._open_record(lease), self._open_record(holder), self._open_messages(agent, session_id, window)
+        return self.open_record(lease), self.open_record(holder), self.open_messages(agent, session_id, window)
 
     def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
         return self._opened_records(self.inner.list_runs(agent, status, session_id))

@@ -204,6 +204,12 @@ class MemoryStore(ABC):
         The folded messages are marked inactive, or with ``delete`` removed, in the same write.
         """
 
+    def replace_values(self, agent: str, session_id: str, messages: Sequence[Message]) -> int:
+        """Write each message's content, tool calls and metadata over those of the stored message
+        with its seq (status, role, tokens and times unchanged); return how many were found.
+        What ``omnisync encrypt`` seals a store in place with, a page at a time."""
+        raise NotImplementedError(f"{type(self).__name__} cannot rewrite stored values in place")
+
     # --- runs -----------------------------------------------------------------------
 
     @abstractmethod

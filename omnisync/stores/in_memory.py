@@ -75,6 +75,18 @@ class InMemoryStore(MemoryStore):
             session.seqs.extend(m.seq for m in placed)  # type: ignore[misc]
             return [_copy(m) for m in placed]
 
+    def replace_values(self, agent: str, session_id: str, messages: Sequence[Message]) -> int:
+        with self._lock:
+            session = self._sessions.get((agent, session_id))
+            if session is None:
+                return 0
+            given = {m.seq: m for m in messages}
+            found = [i for i, m in enumerate(session.messages) if m.seq in given]
+            for i in found:
+                new = given[session.messages[i].seq]
+                session.messages[i] = _copy(replace(session.messages[i], content=new.content, tool_calls=new.tool_calls, metadata=new.metadata))
+            return len(found)
+
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         with self._lock:
             session = self._sessions.get((agent, session_id))

@@ -284,6 +284,15 @@ class MongoStore(MemoryStore):
         except PyMongoError as exc:
             logger.warning("%s: could not take back the messages of a failed append: %s", self._describe(), exc)
 
+    def replace_values(self, agent: str, session_id: str, messages: Sequence[Message]) -> int:
+        found = 0
+        with self._errors(f"rewriting values of session {session_id!r}"):
+            for message in messages:
+                document = _message_document(message)
+                values = {name: document[name] for name in ("content", "content_parts", "tool_calls", "metadata")}
+                found += self.messages.update_one({**_session(agent, session_id), "seq": message.seq}, {"$set": values}).matched_count
+        return found
+
     def window_query(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> "Cursor[Any]":
         """The one bounded query :meth:`latest` runs, for ``explain()`` in tests and benchmarks."""
         query: dict[str, Any] = {**_session(agent, session_id), "status": ACTIVE}

@@ -160,6 +160,7 @@ class RedisStore(MemoryStore):
         self._append = client.register_script(scripts.APPEND)
         self._reserve_seqs = client.register_script(scripts.RESERVE_SEQS)
         self._append_placed = client.register_script(scripts.APPEND_PLACED)
+        self._replace_values = client.register_script(scripts.REPLACE_VALUES)
         self._fold = client.register_script(scripts.FOLD)
         self._history = client.register_script(scripts.HISTORY)
         self._history_page = client.register_script(scripts.HISTORY_PAGE)
@@ -292,6 +293,17 @@ class RedisStore(MemoryStore):
                 args += [message.seq, ("a" if message.status == ACTIVE else "i") + _body(message, now)[1:]]
             self._append_placed(keys=keys, args=args)
         return placed
+
+    def replace_values(self, agent: str, session_id: str, messages: Sequence[Message]) -> int:
+        """One script per page: each stored member of those seqs replaced by the message with its own
+        status and time kept (a fold that moved it meanwhile is found in the other set)."""
+        keys = list(self._session_keys(agent, session_id))[:2]
+        args: list[Any] = []
+        for message in messages:
+            body = _body(message, message.created_at or utcnow())
+            args += [message.seq, f'{{"seq":{message.seq},{body[1:]}']
+        with self._errors():
+            return int(self._replace_values(keys=keys, args=args)) if args else 0
 
     def _list_session(self, agent: str, session_id: str) -> None:
         """The agent and the session in their sets and the sets' sorted twins, one script each."""

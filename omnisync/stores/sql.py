@@ -394,6 +394,17 @@ class SQLStore(MemoryStore):
             return None
         return written
 
+    def replace_values(self, agent: str, session_id: str, messages: Sequence[Message]) -> int:
+        if not messages:
+            return 0
+        rows = [message_row(m, 0) for m in messages]
+        values = [{"key_seq": row["seq"], **{f"v_{name}": row[name] for name in ("content", "tool_calls", "metadata")}} for row in rows]
+        table = schema.messages
+        change = table.update().where(_session_key(agent, session_id) & (table.c.seq == sa.bindparam("key_seq")))
+        with self._tx(write=True) as conn:
+            change = change.values({name: sa.bindparam(f"v_{name}") for name in ("content", "tool_calls", "metadata")})
+            return int(conn.execute(change, values).rowcount)
+
     # --- runs -----------------------------------------------------------------------
 
     @saved_again_on_a_fresh_connection
