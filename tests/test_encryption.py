@@ -225,3 +225,52 @@ def test_the_command_line_encrypts_rotates_retires_and_doctor_names_the_keys(tmp
     assert cli_main(["--url", url, "history", "s1", "--agent", "agent"]) == 0 and MARKER in capsys.readouterr().out
     cli_main(["--url", url, "doctor"])
     assert "key ids in use: new (1 sessions)" in capsys.readouterr().out
+
+
+# --- export, import, copy ------------------------------------------------------------------
+
+
+def test_export_is_ciphertext_unless_decrypted_and_import_rebinds_it_to_new_seqs(tmp_path, monkeypatch, capsys):
+    from omnisync.cli.main import main as cli_main
+
+    install(monkeypatch, echo)
+    key = base64.b64encode(os.urandom(32)).decode()
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", f"k1:{key}")
+    source, target = f"sqlite:///{tmp_path / 'source.db'}", f"sqlite:///{tmp_path / 'target.db'}"
+    with MemoryRouter("sql", url=source) as router, make_agent("agent", router=router) as agent:
+        agent.run(f"hello {MARKER}", session_id="s1")
+        router.store.append_events("agent", agent.list_runs()[0]["run_id"], [("message", {"text": MARKER})])
+    with MemoryRouter("sql", url=target) as router:
+        router.store.append("agent", "s1", [Message("user", "already here")])  # the import's seqs move up by 2
+    exported, clear = tmp_path / "out.jsonl", tmp_path / "clear.jsonl"
+    assert cli_main(["--url", source, "export", "-o", str(exported)]) == 0
+    assert cli_main(["--url", source, "export", "--decrypt", "-o", str(clear)]) == 0
+    assert MARKER not in exported.read_text() and "osx1." in exported.read_text()
+    assert MARKER in clear.read_text() and "osx1." not in clear.read_text()
+
+    assert cli_main(["--url", target, "import", "--append", str(exported)]) == 0
+    with MemoryRouter("sql", url=target) as router:
+        history = router.store.history("agent", "s1")
+        assert [m.content for m in history] == ["already here", f"hello {MARKER}", f"echo: hello {MARKER}"] and history[1].seq == 4
+        run = [r for r in router.store.list_runs("agent") if r.kind == "run"][0]
+        assert run.response == f"echo: hello {MARKER}" and router.store.read_events("agent", run.run_id)[0].data == {"text": MARKER}
+        assert MARKER not in raw_text(router.store.inner)
+
+    monkeypatch.delenv("OMNISYNC_ENCRYPTION_KEYS")
+    capsys.readouterr()
+    assert cli_main(["--url", f"sqlite:///{tmp_path / 'plain.db'}", "import", str(exported)]) == 1
+    assert "holds encrypted values, and the destination has no encryption keys" in capsys.readouterr().err
+
+
+def test_copy_from_a_clear_store_encrypts_on_the_way_in(tmp_path, monkeypatch):
+    from omnisync.cli.main import main as cli_main
+
+    monkeypatch.delenv("OMNISYNC_ENCRYPTION_KEYS", raising=False)
+    source, target = f"sqlite:///{tmp_path / 'source.db'}", f"sqlite:///{tmp_path / 'target.db'}"
+    with MemoryRouter("sql", url=source) as router:
+        router.store.append("agent", "s1", [Message("user", f"clear {MARKER}")])
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", f"k1:{base64.b64encode(os.urandom(32)).decode()}")
+    assert cli_main(["copy", "--from", source, "--to", target]) == 0
+    with MemoryRouter("sql", url=target) as router:
+        assert [m.content for m in router.store.history("agent", "s1")] == [f"clear {MARKER}"]
+        assert MARKER not in raw_text(router.store.inner)

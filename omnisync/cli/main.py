@@ -174,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = sub.add_mutually_exclusive_group()
     where.add_argument("-o", "--output", metavar="FILE", help="write JSON Lines here (default: stdout)")
     where.add_argument("--sqlite", metavar="FILE", help="write a new SQLite file, tables messages and runs (opens in Datasette)")
+    sub.add_argument("--decrypt", action="store_true", help="an encrypted store: write its values in clear (default: as stored, sealed)")
 
     sub = command("import", transfer.import_, "read a JSON Lines export into the store (made if it is not there)", opens_own_store=True)
     sub.add_argument("file", metavar="FILE", help="the export ('-' for stdin)")

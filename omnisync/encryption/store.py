@@ -8,13 +8,13 @@ is sealed here before the store sees it, and everything read is opened here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from ..messages import Message, utcnow
-from ..run_record import RunRecord
+from ..run_record import DATA_KEY, RUN_KINDS, RunRecord
 from ..stores.base import MAX_EVENTS_READ, MemoryStore, RunCursor, RunEvent, SessionInfo
 from . import sealing
 from .data_keys import DataKey, DataKeys
@@ -193,6 +193,13 @@ class EncryptedStore(MemoryStore):
         self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None, kind: str
     ) -> list[RunRecord]:
         return self._opened_records(self.inner.runs_page(agent, after, limit, status=status, session_id=session_id, kind=kind))
+
+    def iter_records(self, agent: str, *, session_id: str | None = None, page_size: int = 500) -> Iterator[RunRecord]:
+        """The records an export or a copy carries, opened, without the data key records: what
+        this store gives is in clear, and a destination seals it with keys of its own."""
+        for kind in RUN_KINDS:
+            if kind != DATA_KEY:
+                yield from self.iter_runs(agent, session_id=session_id, kind=kind, page_size=page_size)
 
     def run_agents(self) -> list[str]:
         return self.inner.run_agents()
