@@ -11,7 +11,7 @@ import base64
 import hashlib
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import DecryptionError, RunConflictError
 from ..messages import utcnow
@@ -29,6 +29,7 @@ class DataKey:
 
     id: str
     key: bytes
+    opened_texts: dict[tuple[bytes, str], str] = field(default_factory=dict, compare=False, repr=False)
 
 
 def record_id(session_id: str) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, cast
 
 from ..errors import DecryptionError
@@ -30,27 +29,48 @@ Opener = Callable[[str, str], DataKey]
 
 def seal_message(data_key: DataKey, message: Message) -> Message:
     """``message`` (placed: its seq known) with its content, tool calls and metadata sealed."""
-    where = (message.agent, message.session_id, message.seq)
-    return replace(
+    place = envelope.place_of(message.agent, message.session_id, message.seq)
+    content, tool_calls, metadata = message.content, message.tool_calls, message.metadata
+    return _with_values(
         message,
-        content=None if message.content is None else _seal(data_key, message.content, *where, "content"),
-        tool_calls=None if not message.tool_calls else cast(Any, _seal(data_key, message.tool_calls, *where, "tool_calls")),
-        metadata={SEALED: _seal(data_key, message.metadata, *where, "metadata")} if message.metadata else {},
+        None if content is None else _seal_at(data_key, content, place("content")),
+        None if not tool_calls else cast(Any, _seal_at(data_key, tool_calls, place("tool_calls"))),
+        {SEALED: _seal_at(data_key, metadata, place("metadata"))} if metadata else {},
     )
+
+
+def open_messages(messages: list[Message], opener: Opener, accept_plaintext: bool) -> list[Message]:
+    """Messages of one session as they were before :func:`seal_message`; DecryptionError if a field does not open."""
+    if not messages:
+        return messages
+    session, keys = envelope.place_of(messages[0].agent, messages[0].session_id), _Keys(opener)
+    return [_open_message(m, session, keys, accept_plaintext) for m in messages]
 
 
 def open_message(message: Message, opener: Opener, accept_plaintext: bool) -> Message:
     """``message`` as it was before :func:`seal_message`; DecryptionError if a field does not open."""
-    where = (message.agent, message.session_id, message.seq)
-    what = f"message seq {message.seq} of session {message.session_id!r} of agent {message.agent!r}"
+    return open_messages([message], opener, accept_plaintext)[0]
+
+
+def _open_message(message: Message, session: Callable[..., bytes], opener: "_Keys", accept_plaintext: bool) -> Message:
+    seq, what = message.seq, message
     content, tool_calls, metadata = message.content, message.tool_calls, message.metadata
     if content is not None:
-        content = _open(content, where, "content", opener, accept_plaintext, what)
+        content = _open_at(content, session(seq, "content"), "content", opener, accept_plaintext, what)
     if tool_calls:
-        tool_calls = _open(tool_calls, where, "tool_calls", opener, accept_plaintext, what)
+        tool_calls = _open_at(tool_calls, session(seq, "tool_calls"), "tool_calls", opener, accept_plaintext, what)
     if metadata:
-        metadata = _open_dict(metadata, where, "metadata", opener, accept_plaintext, what)
-    return replace(message, content=content, tool_calls=tool_calls, metadata=metadata)
+        if _is_sealed_dict(metadata):
+            metadata = _open_at(metadata[SEALED], session(seq, "metadata"), "metadata", opener, accept_plaintext, what)
+        else:
+            metadata = _clear(metadata, accept_plaintext, what, "metadata")
+    return _with_values(message, content, tool_calls, metadata)
+
+
+def _with_values(message: Message, content: Any, tool_calls: Any, metadata: Any) -> Message:
+    """``message`` with other values (built directly: ``replace`` costs several times more)."""
+    m = message
+    return Message(m.role, content, tool_calls, m.tool_call_id, m.name, metadata, m.tokens, m.run_id, m.agent, m.session_id, m.seq, m.status, m.created_at)
 
 
 def is_clear_message(message: Message) -> bool:
@@ -115,17 +135,64 @@ def open_event(agent: str, run_id: str, name: str, data: dict[str, Any], opener:
     return cast("dict[str, Any]", _open_dict(data, (agent, f"run:{run_id}", "event"), name, opener, accept_plaintext, what))
 
 
+_ID_START = len(envelope.PREFIX)
+_TEXT = b"'"  # a plaintext that is a str: its UTF-8 after this byte (no JSON to write or read); else JSON
+
+
 def _seal(data_key: DataKey, value: Any, *where: object) -> str:
-    plaintext = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-    return envelope.seal(data_key.key, data_key.id, plaintext, envelope.place(*where))
+    return _seal_at(data_key, value, envelope.place(*where))
+
+
+def _seal_at(data_key: DataKey, value: Any, where: bytes) -> str:
+    plaintext = _TEXT + value.encode() if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return envelope.seal(data_key.key, data_key.id, plaintext, where)
+
+
+class _Keys:
+    """An opener's data keys, asked once per id for a page of values (what describes a value is
+    only written out when it is needed: in an error)."""
+
+    def __init__(self, opener: Opener) -> None:
+        self.opener = opener
+        self.known: dict[str, DataKey] = {}
+
+    def get(self, data_key_id: str, what: "str | Message") -> DataKey:
+        key = self.known.get(data_key_id)
+        if key is None:
+            key = self.known[data_key_id] = self.opener(data_key_id, _describe(what))
+        return key
+
+
+def _describe(what: "str | Message") -> str:
+    if isinstance(what, Message):
+        return f"message seq {what.seq} of session {what.session_id!r} of agent {what.agent!r}"
+    return what
 
 
 def _open(value: Any, where: tuple[object, ...], field: str, opener: Opener, accept_plaintext: bool, what: str) -> Any:
-    if not envelope.is_sealed(value):
+    return _open_at(value, envelope.place(*where, field), field, _Keys(opener), accept_plaintext, what)
+
+
+def _open_at(value: Any, where: bytes, field: str, keys: _Keys, accept_plaintext: bool, what: "str | Message") -> Any:
+    if not (isinstance(value, str) and value.startswith(envelope.PREFIX)):
         return _clear(value, accept_plaintext, what, field)
-    describe = f"the {field} of {what}"
-    data_key = opener(envelope.data_key_id_of(value), describe)
-    return json.loads(envelope.open_sealed(data_key.key, value, envelope.place(*where, field), describe))
+    data_key = keys.get(value[_ID_START : value.index(".", _ID_START)], what)
+    texts = data_key.opened_texts
+    text = texts.get((where, value))
+    if text is not None:
+        return text
+    plaintext = envelope.open_sealed(data_key.key, value, where, f"the {field} of {_describe(what)}")
+    if plaintext[:1] != _TEXT:
+        return json.loads(plaintext)
+    if len(texts) >= OPENED_TEXTS:
+        texts.clear()
+    text = texts[(where, value)] = plaintext[1:].decode()
+    return text
+
+
+OPENED_TEXTS = 4096
+"""Texts a data key keeps opened, by (place, envelope): a run reads the same window again and
+again. Only what its key opened at that very place; lists and dicts are opened each time."""
 
 
 def _open_dict(value: Any, where: tuple[object, ...], field: str, opener: Opener, accept_plaintext: bool, what: str) -> Any:
@@ -138,10 +205,10 @@ def _is_sealed_dict(value: Any) -> bool:
     return isinstance(value, dict) and len(value) == 1 and envelope.is_sealed(value.get(SEALED))
 
 
-def _clear(value: Any, accept_plaintext: bool, what: str, field: str) -> Any:
+def _clear(value: Any, accept_plaintext: bool, what: "str | Message", field: str) -> Any:
     if accept_plaintext:
         return value
     raise DecryptionError(
-        f"the {field} of {what} is stored in clear, and this store is encrypted: it is refused, not read. "
+        f"the {field} of {_describe(what)} is stored in clear, and this store is encrypted: it is refused, not read. "
         "Encrypt the store in place with `omnisync encrypt --url ...` (or open it with Encryption(..., accept_plaintext=True))."
     )
