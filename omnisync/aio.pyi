@@ -6,6 +6,7 @@ from omnisync.agent_config import AgentConfig
 from omnisync.agent_protocol import SessionsPage
 from omnisync.aio_stream import AsyncAgentStream
 from omnisync.content import ContentPart as ContentPart, UserContent as UserContent
+from omnisync.encryption.keys import Encryption
 from omnisync.errors import ConfigurationError as ConfigurationError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
 from omnisync.model.config import ModelConfig
 from omnisync.remote import RemoteAgent as _BlockingRemoteAgent
@@ -20,7 +21,7 @@ __all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationErro
 
 class MemoryRouter:
     """``omnisync.MemoryRouter`` with coroutine methods (``await router.close()``)."""
-    def __init__(self, kind: str = "in_memory", *, url: str | None = None, store: MemoryStore | None = None, **options: Any) -> None: ...
+    def __init__(self, kind: str = "in_memory", *, url: str | None = None, store: MemoryStore | None = None, encryption: Encryption | None = None, **options: Any) -> None: ...
     @property
     def blocking(self) -> _BlockingMemoryRouter: ...
     async def close(self) -> None:
@@ -28,6 +29,9 @@ class MemoryRouter:
     @property
     def closed(self) -> bool:
         """Whether :meth:`close` was called (a closed router opens nothing again)."""
+    @property
+    def encryption(self) -> Encryption | None:
+        """The keys this router encrypts with, or None."""
     async def get_memory_store_type(self) -> str:
         """The backend's name, as :attr:`kind`."""
     @property

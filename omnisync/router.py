@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import _env
 from .errors import ConfigurationError
@@ -11,9 +11,7 @@ from .store_options import check_options
 from .store_urls import check_url
 from .stores.base import MemoryStore
 from .stores.registry import KINDS
-
-if TYPE_CHECKING:
-    from .encryption.keys import Encryption
+from .encryption.keys import Encryption  # the keys only: cryptography is imported when a value is sealed
 
 STORE_KINDS = tuple(KINDS)
 
@@ -68,7 +66,7 @@ class MemoryRouter:
         *,
         url: str | None = None,
         store: MemoryStore | None = None,
-        encryption: "Encryption | None" = None,
+        encryption: Encryption | None = None,
         **options: Any,
     ) -> None:
         self._encryption = encryption if encryption is not None else _encryption_from_environment()
@@ -102,7 +100,7 @@ class MemoryRouter:
         return self._store
 
     @property
-    def encryption(self) -> "Encryption | None":
+    def encryption(self) -> Encryption | None:
         """The keys this router encrypts with, or None."""
         return self._encryption
 
@@ -141,7 +139,7 @@ class MemoryRouter:
         return f"MemoryRouter({self._kind!r})"
 
 
-def existing_router(kind: str, *, url: str | None = None, encryption: "Encryption | None" = None, **options: Any) -> MemoryRouter:
+def existing_router(kind: str, *, url: str | None = None, encryption: Encryption | None = None, **options: Any) -> MemoryRouter:
     """A router on a store that is already there, opened now, creating nothing (no file, table,
     index or collection): what the command line reads and clears. The same URL, options and
     environment open the same store as ``MemoryRouter(kind, ...)``, through its registry entry; a
@@ -153,9 +151,5 @@ def existing_router(kind: str, *, url: str | None = None, encryption: "Encryptio
     return router
 
 
-def _encryption_from_environment() -> "Encryption | None":
-    if _env.encryption_keys() is None:
-        return None
-    from .encryption.keys import Encryption
-
-    return Encryption.from_environment()
+def _encryption_from_environment() -> Encryption | None:
+    return Encryption.from_environment() if _env.encryption_keys() is not None else None

@@ -274,3 +274,29 @@ def test_copy_from_a_clear_store_encrypts_on_the_way_in(tmp_path, monkeypatch):
     with MemoryRouter("sql", url=target) as router:
         assert [m.content for m in router.store.history("agent", "s1")] == [f"clear {MARKER}"]
         assert MARKER not in raw_text(router.store.inner)
+
+
+def test_without_encryption_configured_cryptography_is_never_imported():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, omnisync; from omnisync import MemoryRouter, OmniCoreAgent; from omnisync.messages import Message\n"
+        "r = MemoryRouter('in_memory'); r.store.append('a', 's', [Message('user', 'hi')]); r.store.history('a', 's')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('cryptography')))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMNISYNC_ENCRYPTION_KEYS"}
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.strip() == "[]"
+
+
+def test_encryption_without_cryptography_installed_says_what_to_install(monkeypatch):
+    import sys
+
+    from omnisync.encryption import envelope
+    from omnisync.errors import MissingDependencyError
+
+    envelope._cipher.cache_clear()
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers.aead", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'omnisync\[encryption\]'"):
+        MemoryRouter("in_memory", encryption=keys()).store
+    envelope._cipher.cache_clear()

@@ -77,8 +77,8 @@ class DataKeys:
     """The data keys of one store's sessions, unwrapped once and kept in this process."""
 
     def __init__(self, store: MemoryStore, encryption: Encryption) -> None:
-        self.store = store
-        self.encryption = encryption
+        self.store: MemoryStore = store
+        self.encryption: Encryption = encryption
         self._known: dict[tuple[str, str], DataKey] = {}
         self._lock = threading.Lock()
 

@@ -36,8 +36,8 @@ class Encryption:
         if current not in keys:
             raise ConfigurationError(f"the current key id {current!r} is not one of the keys given ({', '.join(sorted(keys))})")
         self.keys: dict[str, bytes] = dict(keys)
-        self.current = current
-        self.accept_plaintext = accept_plaintext
+        self.current: str = current
+        self.accept_plaintext: bool = accept_plaintext
 
     @classmethod
     def from_environment(cls, *, accept_plaintext: bool = False) -> "Encryption | None":

@@ -29,9 +29,9 @@ class EncryptedStore(MemoryStore):
 
     def __init__(self, inner: MemoryStore, encryption: Encryption) -> None:
         aesgcm(encryption.keys[encryption.current])  # cryptography is there, or MissingDependencyError now
-        self.inner = inner
-        self.encryption = encryption
-        self.data_keys = DataKeys(inner, encryption)
+        self.inner: MemoryStore = inner
+        self.encryption: Encryption = encryption
+        self.data_keys: DataKeys = DataKeys(inner, encryption)
         self._run_sessions: dict[tuple[str, str], str] = {}
         inner.message_seal = self.seal_placed
 

@@ -39,7 +39,8 @@ class _Opened(Export):
 
     def __init__(self, export: Export, held: dict[tuple[str, str], RunRecord], encryption: Encryption) -> None:
         super().__init__(**{f.name: getattr(export, f.name) for f in fields(export)})
-        self.held, self.encryption = held, encryption
+        self.held: dict[tuple[str, str], RunRecord] = held
+        self.encryption: Encryption = encryption
         self.known: dict[tuple[str, str], DataKey] = {}
         self.runs = [self._open_record(r) for r in export.runs if r.kind != DATA_KEY]
         self._sessions_of_runs = {(r.agent, r.run_id): r.session_id for r in export.runs}
