@@ -32,7 +32,8 @@ from ._aio_pool import set_thread_count, thread_count
 from .agent import OmniCoreAgent as _BlockingAgent
 from .aio_stream import AsyncAgentStream
 from .content import ContentPart, UserContent
-from .errors import ConfigurationError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
+from .encryption.keys import Encryption
+from .errors import ConfigurationError, DecryptionError, MissingDependencyError, ModelError, OmnisyncError, RunError, StoreError
 from .results import (
     ApprovalRequest,
     BudgetRequest,
@@ -58,6 +59,8 @@ __all__ = [
     "ChatMessage",
     "ConfigurationError",
     "ContentPart",
+    "DecryptionError",
+    "Encryption",
     "HistoryMessage",
     "HistoryPage",
     "MemoryRouter",

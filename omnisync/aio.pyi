@@ -6,8 +6,8 @@ from omnisync.agent_config import AgentConfig
 from omnisync.agent_protocol import SessionsPage
 from omnisync.aio_stream import AsyncAgentStream
 from omnisync.content import ContentPart as ContentPart, UserContent as UserContent
-from omnisync.encryption.keys import Encryption
-from omnisync.errors import ConfigurationError as ConfigurationError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
+from omnisync.encryption.keys import Encryption as Encryption
+from omnisync.errors import ConfigurationError as ConfigurationError, DecryptionError as DecryptionError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
 from omnisync.model.config import ModelConfig
 from omnisync.remote import RemoteAgent as _BlockingRemoteAgent
 from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, HistoryPage as HistoryPage, ModelCallUsage as ModelCallUsage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, RunsPage as RunsPage, SessionUsage as SessionUsage, Usage as Usage
@@ -17,7 +17,7 @@ from omnisync.tokens import TokenCounter
 from omnisync.tools.registry import ToolRegistry as ToolRegistry
 from typing import Any, Sequence
 
-__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "HistoryMessage", "HistoryPage", "MemoryRouter", "MissingDependencyError", "ModelCallUsage", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RemoteAgent", "RunError", "RunRecordDict", "RunResult", "RunsPage", "SessionUsage", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
+__all__ = ["ApprovalRequest", "BudgetRequest", "ChatMessage", "ConfigurationError", "ContentPart", "DecryptionError", "Encryption", "HistoryMessage", "HistoryPage", "MemoryRouter", "MissingDependencyError", "ModelCallUsage", "ModelError", "OmniCoreAgent", "OmnisyncError", "Preview", "PreviewWindow", "RemoteAgent", "RunError", "RunRecordDict", "RunResult", "RunsPage", "SessionUsage", "StoreError", "ToolRegistry", "Usage", "UserContent", "set_thread_count", "thread_count"]
 
 class MemoryRouter:
     """``omnisync.MemoryRouter`` with coroutine methods (``await router.close()``)."""

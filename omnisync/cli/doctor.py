@@ -29,15 +29,17 @@ def doctor(args: argparse.Namespace, timeout: float) -> int:
 
 
 def encryption_check(report: Report, kind: str, url: str, timeout: float) -> None:
-    """Which master key ids wrap the store's data keys (read without opening anything sealed)."""
+    """Which master key ids wrap the store's data keys (read without opening anything sealed); no
+    line for a store without data keys when no keys are set."""
     from ..encryption.rotation import key_ids_doctor_line
 
     try:
         with existing_router(kind, url=url, connect_timeout=timeout) as router:
-            store = getattr(router.store, "inner", router.store)
-            report.add("encryption", *key_ids_doctor_line(store, router.encryption))
+            line = key_ids_doctor_line(getattr(router.store, "inner", router.store), router.encryption)
     except (OmnisyncError, NotImplementedError) as exc:
-        report.add("encryption", "warn", f"key ids not read: {exc}")
+        line = ("warn", f"key ids not read: {exc}", "")
+    if line is not None:
+        report.add("encryption", *line)
 
 
 HELP = "check a deployment's store: reachable, schema, cluster or pooler, version, latency, clock; say what to fix (exit 1 if a check fails)"

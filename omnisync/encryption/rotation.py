@@ -75,11 +75,12 @@ def _rewrap(store: MemoryStore, target: Encryption, record: RunRecord) -> None:
     raise StoreError(f"the data key of session {record.session_id!r} of {record.agent!r} kept changing while it was re-wrapped: run the rotation again")
 
 
-def key_ids_doctor_line(store: MemoryStore, encryption: Encryption | None) -> tuple[str, str, str]:
-    """``omnisync doctor``'s encryption check: (ok or warn, which key ids wrap how many data keys, what to do)."""
+def key_ids_doctor_line(store: MemoryStore, encryption: Encryption | None) -> tuple[str, str, str] | None:
+    """``omnisync doctor``'s encryption check: (ok or warn, which key ids wrap how many data keys,
+    what to do); None for a store without data keys read without keys (nothing to say)."""
     counts = key_ids_in_use(store)
     if not counts:
-        return "ok", "no data keys: the store is not encrypted", ""
+        return None if encryption is None else ("ok", "no data keys yet: nothing in this store is encrypted", "")
     detail = "key ids in use: " + ", ".join(f"{kid} ({count} sessions)" for kid, count in sorted(counts.items()))
     absent = sorted(set(counts) - set(encryption.keys if encryption is not None else ()))
     if absent:
