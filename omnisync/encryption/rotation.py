@@ -32,6 +32,9 @@ class Rotation:
 
 def data_key_records(store: MemoryStore, page_size: int = 500) -> Iterator[RunRecord]:
     """Every data key record of the store, agent by agent, read a page at a time."""
+    from .store import EncryptedStore
+
+    store = store.inner if isinstance(store, EncryptedStore) else store
     for agent in store.run_agents():
         yield from store.iter_runs(agent, kind=DATA_KEY, page_size=page_size)
 

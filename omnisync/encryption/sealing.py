@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
-from ..errors import DecryptionError
+from ..errors import DecryptionError, NotSerializableError
 from ..messages import Message
 from ..run_record import DATA_KEY, RunRecord
 from . import envelope
@@ -144,7 +144,10 @@ def _seal(data_key: DataKey, value: Any, *where: object) -> str:
 
 
 def _seal_at(data_key: DataKey, value: Any, where: bytes) -> str:
-    plaintext = _TEXT + value.encode() if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    try:
+        plaintext = _TEXT + value.encode() if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    except (TypeError, ValueError) as exc:
+        raise NotSerializableError(f"a value to store must be JSON data: {exc}. Nothing was written.") from None
     return envelope.seal(data_key.key, data_key.id, plaintext, where)
 
 

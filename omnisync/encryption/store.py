@@ -186,7 +186,8 @@ class EncryptedStore(MemoryStore):
         return self.open_record(lease), self.open_record(holder), self.open_messages(agent, session_id, window)
 
     def list_runs(self, agent: str, status: str | None = None, session_id: str | None = None) -> list[RunRecord]:
-        return self._opened_records(self.inner.list_runs(agent, status, session_id))
+        """The agent's records, opened, without the data key records (pages of kind ``data_key`` list those)."""
+        return self._opened_records([r for r in self.inner.list_runs(agent, status, session_id) if r.kind != DATA_KEY])
 
     def _page_of_runs(
         self, agent: str, after: RunCursor | None, limit: int, status: str | None, session_id: str | None, kind: str
@@ -201,7 +202,10 @@ class EncryptedStore(MemoryStore):
                 yield from self.iter_runs(agent, session_id=session_id, kind=kind, page_size=page_size)
 
     def run_agents(self) -> list[str]:
-        return self.inner.run_agents()
+        """Agents with records other than data keys (an agent whose sessions are encrypted keeps
+        a data key record for each; that alone is not a run)."""
+        kinds = [kind for kind in RUN_KINDS if kind != DATA_KEY]
+        return [a for a in self.inner.run_agents() if any(self.inner.runs_page(a, None, 1, kind=kind) for kind in kinds)]
 
     def prune_runs(self, agent: str, finished_before: datetime) -> int:
         return self.inner.prune_runs(agent, finished_before)
