@@ -34,7 +34,7 @@ import requests  # noqa: E402
 from omnisync.model.client import ChatClient  # noqa: E402
 from omnisync.model.config import ModelConfig  # noqa: E402
 from omnisync.model.sse import EventParser  # noqa: E402
-from omnisync.model.stream import TextDelta  # noqa: E402
+from omnisync.model.stream import TextFragment  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "Where does the memory setting live?"}]
 Timing = tuple[float, float]  # seconds to the first text, seconds in all
@@ -48,7 +48,7 @@ def ours_streamed(base_url: str) -> Callable[[int], Timing]:
         first = None
         with chat.stream(MESSAGES, max_tokens=chunks) as stream:
             for delta in stream:
-                if first is None and isinstance(delta, TextDelta):
+                if first is None and isinstance(delta, TextFragment):
                     first = time.perf_counter()
         assert stream.completion.finish_reason == "stop"
         return first - start, time.perf_counter() - start  # type: ignore[operator]

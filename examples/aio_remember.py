@@ -26,4 +26,6 @@ async def main(message: str):
     result = await agent.run(message, session_id="user_123")
     print(result["response"])
     await agent.cleanup()
+if len(sys.argv) != 2:
+    sys.exit(f'usage: python examples/aio_remember.py "a message for the assistant"  (run it again with a question: it remembers)')
 asyncio.run(main(sys.argv[1]))

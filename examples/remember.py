@@ -31,4 +31,6 @@ def main(message: str) -> None:
     agent.cleanup()
 
 
+if len(sys.argv) != 2:
+    sys.exit(f'usage: python examples/remember.py "a message for the assistant"  (run it again with a question: it remembers)')
 main(sys.argv[1])

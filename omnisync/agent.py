@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from . import idempotency, run_state
@@ -15,7 +15,8 @@ from .agent_protocol import SessionSummary, SessionsPage
 from .errors import ConfigurationError
 from .model.client import ChatClient
 from .messages import Message
-from .model.config import ModelConfig
+from .model.config import SAMPLING_OPTIONS, ModelConfig
+from .model.extra_body import check_extra_body
 from .prompt import PromptBuilder
 from .output import OutputType
 from .results import HistoryMessage, HistoryPage, Preview, RunRecordDict, RunResult, RunsPage, SessionUsage
@@ -26,7 +27,7 @@ from .runner import ON_BUSY, Runner, new_session_id, result_of
 from .content import Content, UserContent, check_content
 from .storable import MAX_ID_LENGTH
 from .streaming import AgentStream, streams
-from .stores.base import MemoryStore, RunCursor, RunEvent, run_cursor
+from .stores.base import MemoryStore, RunCursor, StoredEvent, run_cursor
 from .summaries import Summarizer
 from .tokens import TokenCounter, default_counter
 from .tools import ToolRegistry
@@ -87,7 +88,14 @@ class OmniCoreAgent:
 
     # --- runs ------------------------------------------------------------------------------
 
-    def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
+    def run(
+        self,
+        message: UserContent,
+        session_id: str | None = None,
+        on_busy: str = "wait",
+        output_type: Any = None,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> RunResult:
         """Answer ``message`` in ``session_id`` (a new session when left out).
 
         ``message`` is a string or a list of content parts (text, ``image_url``, ``input_audio``,
@@ -103,14 +111,25 @@ class OmniCoreAgent:
         the model for JSON of that shape (``response_format``) and puts the answer, read into
         it, under ``output``; an answer that does not fit raises OutputValidationError (the run
         is recorded failed, the answer kept in the session).
+
+        ``extra_body`` adds a server's own options (llama.cpp's ``top_k``, vLLM's ``guided_json``)
+        to this run's model calls, over model_config's ``extra_body``; it is kept in the run's
+        record, so a resumed run sends them again. Names omnisync sets itself are refused.
         """
-        steps = self._start(*self._checked_run_arguments(message, session_id, on_busy), _output(output_type))
+        steps = self._start(*self._checked_run_arguments(message, session_id, on_busy), _output(output_type), _extra_body(extra_body))
         result = run_to_end(steps, self._client.complete)
         self._after_run(result)
         return result
 
     @streams
-    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> AgentStream:
+    def stream(
+        self,
+        message: UserContent,
+        session_id: str | None = None,
+        on_busy: str = "wait",
+        output_type: Any = None,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> AgentStream:
         """``run()``, streamed: iterate the result for events as they happen (no event loop needed).
 
         Yields ``RunStarted`` (its ``run_id``, also ``stream.run_id``) before the first model
@@ -122,7 +141,8 @@ class OmniCoreAgent:
         """
         content, session_id, on_busy = self._checked_run_arguments(message, session_id, on_busy)
         output = _output(output_type)
-        return AgentStream(lambda: self._start(content, session_id, on_busy, output), self._client, self._after_run, self._runner.on_cancel, self._stored_result)
+        extra = _extra_body(extra_body)
+        return AgentStream(lambda: self._start(content, session_id, on_busy, output, extra), self._client, self._after_run, self._runner.on_cancel, self._stored_result)
 
     @streams
     def resume_stream(self, run_id: str, output_type: Any = None) -> AgentStream:
@@ -138,9 +158,9 @@ class OmniCoreAgent:
         session_id = new_session_id() if session_id is None else _check_session_id(session_id)
         return content, session_id, on_busy
 
-    def _start(self, content: Content, session_id: str, on_busy: str, output: OutputType | None) -> RunSteps:
+    def _start(self, content: Content, session_id: str, on_busy: str, output: OutputType | None, extra_body: dict[str, Any] | None) -> RunSteps:
         self._summarizer.wait(session_id)
-        return self._runner.start(content, session_id, on_busy, output)
+        return self._runner.start(content, session_id, on_busy, output, extra_body)
 
     def resume(self, run_id: str, output_type: Any = None) -> RunResult:
         """Continue a paused run (or one whose process died), from any process that reaches the store.
@@ -358,7 +378,7 @@ class OmniCoreAgent:
         """Keep ``(name, data)`` events of a run (what a server streamed of it), as one write; return the last one's id."""
         return self._store().append_events(self.name, _check_run_id(run_id), events)
 
-    def read_run_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[RunEvent]:
+    def read_run_events(self, run_id: str, after: int = 0, limit: int | None = None) -> list[StoredEvent]:
         """Up to ``limit`` (the store's page when None) events kept of the run, with ids above ``after``, in order."""
         store = self._store()
         run_id = _check_run_id(run_id)
@@ -397,6 +417,10 @@ def _output(output_type: Any) -> OutputType | None:
     if output_type is None or isinstance(output_type, OutputType):
         return output_type
     return OutputType.of(output_type)
+
+
+def _extra_body(extra_body: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return check_extra_body(extra_body, SAMPLING_OPTIONS, where="run extra_body") or None
 
 
 def _check_run_id(run_id: Any) -> str:

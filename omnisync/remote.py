@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 from urllib.parse import quote
 
@@ -68,21 +68,36 @@ class RemoteAgent:
 
     # --- runs ------------------------------------------------------------------------------
 
-    def run(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RunResult:
+    def run(
+        self,
+        message: UserContent,
+        session_id: str | None = None,
+        on_busy: str = "wait",
+        output_type: Any = None,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> RunResult:
         """As :meth:`OmniCoreAgent.run`; a retried request never starts a second run.
 
         ``message`` may be a list of content parts. A Python ``output_type`` is sent as its JSON
         schema (the ``response_format`` a local run would send) and ``output`` read back into it.
+        ``extra_body`` is sent as given; the server checks it as a local run does.
         """
         output = _output(output_type)
-        path, body = self._run_request(message, session_id, on_busy, output)
+        path, body = self._run_request(message, session_id, on_busy, output, extra_body)
         return _read_output(cast(RunResult, self._call("POST", path, body, headers={"Idempotency-Key": uuid.uuid4().hex})), output)
 
     @streams
-    def stream(self, message: UserContent, session_id: str | None = None, on_busy: str = "wait", output_type: Any = None) -> RemoteStream:
+    def stream(
+        self,
+        message: UserContent,
+        session_id: str | None = None,
+        on_busy: str = "wait",
+        output_type: Any = None,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> RemoteStream:
         """As :meth:`OmniCoreAgent.stream`: the run's events as the server sends them."""
         output = _output(output_type)
-        path, body = self._run_request(message, session_id, on_busy, output)
+        path, body = self._run_request(message, session_id, on_busy, output, extra_body)
         return RemoteStream(self, path, body, {"Idempotency-Key": uuid.uuid4().hex}, output)
 
     def resume(self, run_id: str, output_type: Any = None) -> RunResult:
@@ -192,10 +207,15 @@ class RemoteAgent:
             raise ConfigurationError(f"the server serves {', '.join(agents) or 'no agent'} to this token: pass agent=NAME")
         return str(agents[0])
 
-    def _run_request(self, message: UserContent, session_id: str | None, on_busy: str, output: OutputType | None) -> tuple[str, dict[str, Any]]:
+    def _run_request(
+        self, message: UserContent, session_id: str | None, on_busy: str, output: OutputType | None, extra_body: Mapping[str, Any] | None
+    ) -> tuple[str, dict[str, Any]]:
         session_id = new_session_id() if session_id is None else session_id
         content = check_content(message)  # refused now, as a local agent refuses it; the server checks it again
-        return self._session_path(session_id, "runs"), {"message": content, "on_busy": on_busy, **_output_body(output)}
+        body = {"message": content, "on_busy": on_busy, **_output_body(output)}
+        if extra_body is not None:
+            body["extra_body"] = dict(extra_body)
+        return self._session_path(session_id, "runs"), body
 
     def _agent_path(self, *parts: str) -> str:
         return "/".join(["/agents", _segment(self.name, "agent name"), *parts])

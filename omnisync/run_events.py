@@ -36,7 +36,8 @@ class RunStarted:
 class ModelCallStarted:
     """The loop needs a model reply to these messages; the driver sends back a Completion.
 
-    ``response_format`` is set when the run has an ``output_type``: the call must ask for it.
+    ``response_format`` is set when the run has an ``output_type``: the call must ask for it;
+    ``extra_body`` when the run was given a server's own options.
     """
 
     run_id: str
@@ -44,10 +45,14 @@ class ModelCallStarted:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None
     response_format: dict[str, Any] | None = None
+    extra_body: dict[str, Any] | None = None
 
     def options(self) -> dict[str, Any]:
         """The request options this call adds to the model's own (keyword arguments of ``ChatClient.complete``)."""
-        return {"response_format": self.response_format} if self.response_format else {}
+        options: dict[str, Any] = {"response_format": self.response_format} if self.response_format else {}
+        if self.extra_body:
+            options["extra_body"] = self.extra_body
+        return options
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ class RunRecord:
     partial_response: str | None = None  # the text a broken stream delivered before it broke
     finish_reason: str | None = None
     response_format: dict[str, Any] | None = None
+    extra_body: dict[str, Any] | None = None  # a server's own options the run was given, sent with each of its model calls
     message: Any = None  # the user's message until the run first writes to its session (so a run killed before that can resume)
     lease_owner: str | None = None
     lease_until: datetime | None = None

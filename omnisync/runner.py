@@ -119,16 +119,19 @@ class Runner:
 
     # --- starting and resuming ---------------------------------------------------------
 
-    def start(self, message: Content, session_id: str, on_busy: str = "wait", output: OutputType | None = None) -> RunSteps:
+    def start(
+        self, message: Content, session_id: str, on_busy: str = "wait", output: OutputType | None = None, extra_body: dict[str, Any] | None = None
+    ) -> RunSteps:
+        """Run ``message`` in ``session_id``; ``extra_body`` (checked by the caller) goes into each of its model calls' bodies."""
         store = self.store
         run_id = run_state.new_run_id()
         token = run_state.new_token()
-        opened = self._open_free_session(store, session_id, run_id, token, message, output)
+        opened = self._open_free_session(store, session_id, run_id, token, message, output, extra_body)
         if opened is None:
             self._take_session(store, session_id, run_id, on_busy)
             try:
                 window = self.prompt.window(store, self.agent, session_id)
-                record = run_state.create(store, self._new_record(session_id, run_id, token, message, window, output))
+                record = run_state.create(store, self._new_record(session_id, run_id, token, message, window, output, extra_body))
             except BaseException:
                 self._release_session(store, session_id, run_id)
                 raise
@@ -188,7 +191,14 @@ class Runner:
     # --- one run per session -------------------------------------------------------------
 
     def _open_free_session(
-        self, store: MemoryStore, session_id: str, run_id: str, token: str, message: Content, output: OutputType | None
+        self,
+        store: MemoryStore,
+        session_id: str,
+        run_id: str,
+        token: str,
+        message: Content,
+        output: OutputType | None,
+        extra_body: dict[str, Any] | None,
     ) -> tuple[RunRecord, list[Message]] | None:
         """Take a free session and create the run's record with one read and one write.
 
@@ -206,7 +216,7 @@ class Runner:
             return None
         if wanted is None or abandoned is not None:
             return None
-        record = self._new_record(session_id, run_id, token, message, window, output)
+        record = self._new_record(session_id, run_id, token, message, window, output, extra_body)
         try:
             saved = run_state.create_in_free_session(store, wanted, lease.version if lease is not None else None, record)
         except RunConflictError:
@@ -217,7 +227,14 @@ class Runner:
         return saved, window
 
     def _new_record(
-        self, session_id: str, run_id: str, token: str, message: Content, window: list[Message], output: OutputType | None
+        self,
+        session_id: str,
+        run_id: str,
+        token: str,
+        message: Content,
+        window: list[Message],
+        output: OutputType | None,
+        extra_body: dict[str, Any] | None,
     ) -> RunRecord:
         return run_state.new_record(
             self.agent,
@@ -229,6 +246,7 @@ class Runner:
             lease_seconds=self.config.run_lease_seconds,
             run_id=run_id,
             response_format=output.response_format if output else None,
+            extra_body=extra_body or None,
         )
 
     def _take_session(self, store: MemoryStore, session_id: str, run_id: str, on_busy: str) -> None:
@@ -411,7 +429,9 @@ class Runner:
             prompt = self.prompt.build(context.history, context.current)
             response_format = context.output.response_format if context.output else None
             try:
-                completion = yield ModelCallStarted(context.record.run_id, step, prompt.messages, self.tools.schemas() or None, response_format)
+                completion = yield ModelCallStarted(
+                    context.record.run_id, step, prompt.messages, self.tools.schemas() or None, response_format, context.record.extra_body
+                )
             except BadRequestError as exc:
                 unsupported = refused(exc, response_format) if response_format else None
                 if unsupported is None:

@@ -197,14 +197,14 @@ class _Drive:
         """
         if self._stopping.is_set():
             return StoppedReply(Completion(content=None))
-        from .model.stream import TextDelta as WireText
+        from .model.stream import TextFragment
 
         reply = self._client.stream(call.messages, call.tools, **call.options())
         self._reply = reply
         outcome: Completion | StoppedReply
         try:
             for delta in reply:
-                if isinstance(delta, WireText) and delta.text:
+                if isinstance(delta, TextFragment) and delta.text:
                     yield TextDelta(call.run_id, delta.text)
                 if self._stopping.is_set():
                     outcome = StoppedReply(reply.partial())

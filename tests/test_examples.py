@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,6 +74,14 @@ def test_the_first_command_without_a_key_says_what_to_set_and_creates_nothing(tm
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "remember.py"), "hello"], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "OPENAI_API_KEY" in done.stderr and "OPENAI_BASE_URL" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("example", ["remember.py", "aio_remember.py"])
+def test_the_remember_examples_without_a_message_say_how_to_call_them_and_create_nothing(tmp_path, example):
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / example)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(f'usage: python examples/{example} "a message for the assistant"')
     assert list(tmp_path.iterdir()) == []
 
 

@@ -19,7 +19,7 @@ from omnisync.model.client import ChatClient
 from omnisync.model.config import ModelConfig
 from omnisync.model.retry import should_retry
 from omnisync.model import stream as stream_module
-from omnisync.model.stream import CompletionStream, TextDelta, ToolCallDelta
+from omnisync.model.stream import CompletionStream, TextFragment, ToolCallFragment
 from fake_http import completion
 from fake_stream import PiecedBody, Streamed, chunk, install, sse, tool_fragment
 from openapi import openapi_or_skip, stream_chunk_errors
@@ -49,7 +49,7 @@ def drain(stream):
 def test_text_deltas_and_usage_from_the_last_chunk(monkeypatch):
     http = install(monkeypatch, [Streamed(text_stream("Hel", "lo"))])
     stream = client().stream(HELLO)
-    assert drain(stream) == [TextDelta("Hel"), TextDelta("lo")]
+    assert drain(stream) == [TextFragment("Hel"), TextFragment("lo")]
     assert stream.completion.content == "Hello" and stream.completion.finish_reason == "stop"
     assert stream.completion.usage == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
     assert http.sent[0]["stream"] is True and http.sent[0]["stream_options"] == {"include_usage": True}
@@ -76,7 +76,7 @@ def test_parallel_tool_calls_interleaved_are_assembled_by_index(monkeypatch):
     install(monkeypatch, [Streamed(sse(events))])
     stream = client().stream(HELLO, tools=[{"type": "function", "function": {"name": "weather"}}])
     deltas = drain(stream)
-    assert deltas[0] == ToolCallDelta(0, "call_a", "weather", "") and deltas[2] == ToolCallDelta(0, None, None, '{"city": ')
+    assert deltas[0] == ToolCallFragment(0, "call_a", "weather", "") and deltas[2] == ToolCallFragment(0, None, None, '{"city": ')
     assert stream.completion.content is None and stream.completion.finish_reason == "tool_calls"
     assert stream.completion.tool_calls == [
         {"id": "call_a", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
@@ -127,7 +127,7 @@ def test_a_server_that_ignores_stream_options_streams_without_usage(monkeypatch)
 def test_a_server_that_ignores_stream_true_answers_with_one_completion(monkeypatch):
     install(monkeypatch, [completion("whole", prompt_tokens=1, completion_tokens=1)])
     stream = client().stream(HELLO)
-    assert drain(stream) == [TextDelta("whole")] and stream.completion.usage["total_tokens"] == 2
+    assert drain(stream) == [TextFragment("whole")] and stream.completion.usage["total_tokens"] == 2
 
 
 def test_an_error_object_in_the_stream_is_typed_and_keeps_the_partial_text(monkeypatch):
@@ -204,7 +204,7 @@ def test_closing_early_closes_the_response_and_reads_no_more(monkeypatch):
     with client().stream(HELLO) as stream:
         for delta in stream:
             break
-    assert delta == TextDelta("one ") and streamed.body.closed and streamed.body.reads == 1
+    assert delta == TextFragment("one ") and streamed.body.closed and streamed.body.reads == 1
 
 
 def test_the_deadline_ends_a_trickling_stream():
@@ -272,7 +272,7 @@ def counting_model(monkeypatch):
 
 def _streamed_text(chat):
     with chat.stream(HELLO) as stream:
-        text = "".join(delta.text for delta in stream if isinstance(delta, TextDelta))
+        text = "".join(delta.text for delta in stream if isinstance(delta, TextFragment))
     assert stream.completion.finish_reason == "stop"
     return text
 

@@ -129,7 +129,7 @@ def test_the_wheel_ships_the_page_of_omnisync_serve(tmp_path):
     static = sorted(path.name for path in (ROOT / "omnisync" / "serve" / "static").iterdir())
     assert static == ["index.html", "page.css", "page.js"]
     assert {f"omnisync/serve/static/{name}" for name in static} <= names
-    assert {"omnisync/serve/page.py", "omnisync/serve/openapi.py", "omnisync/py.typed", "omnisync/aio.pyi"} <= names
+    assert {"omnisync/serve/page.py", "omnisync/serve/openapi.py", "omnisync/py.typed", "omnisync/aio.py"} <= names
 
 
 def test_the_sdist_holds_the_examples_and_the_metadata_names_project_urls(tmp_path):

@@ -8,7 +8,7 @@ import yaml
 
 from omnisync.model.client import ChatClient
 from omnisync.model.config import ModelConfig
-from omnisync.model.stream import TextDelta
+from omnisync.model.stream import TextFragment
 from omnisync.testing import cassette
 from fake_stream import chunk, tool_fragment
 
@@ -79,7 +79,7 @@ def test_a_streamed_reply_records_and_replays_as_the_same_chunks(tmp_path):
     chat.close()
     assert live == recorded == replayed
     deltas, completion = replayed
-    assert deltas[:2] == [TextDelta("Streamed "), TextDelta("words")]
+    assert deltas[:2] == [TextFragment("Streamed "), TextFragment("words")]
     assert completion.tool_calls[0]["function"] == {"name": "lookup", "arguments": '{"city": "Oslo"}'}
     assert completion.usage == {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
     response = yaml.safe_load((tmp_path / "streamed.yaml").read_text())["interactions"][0]["response"]
@@ -92,7 +92,7 @@ def test_the_hand_written_streamed_cassette_replays(omnisync_cassette):
         deltas, tool_turn = _streamed(chat, 'Weather in two cities? use lookup({"city": "Paris"}) use lookup({"city": "Oslo"})')
         text_deltas, text_turn = _streamed(chat, "Say something long enough to arrive in several chunks.")
     chat.close()
-    assert tool_turn.finish_reason == "tool_calls" and not [d for d in deltas if isinstance(d, TextDelta)]
+    assert tool_turn.finish_reason == "tool_calls" and not [d for d in deltas if isinstance(d, TextFragment)]
     assert [c["function"]["arguments"] for c in tool_turn.tool_calls] == ['{"city": "Paris"}', '{"city": "Oslo"}']
     assert len(text_deltas) > 2 and text_turn.content == "echo: Say something long enough to arrive in several chunks."
     assert text_turn.usage["total_tokens"] > 0

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..messages import Message, utcnow
 from ..run_record import DATA_KEY, RUN_KINDS, RunRecord
-from ..stores.base import MAX_EVENTS_READ, MemoryStore, RunCursor, RunEvent, SessionInfo
+from ..stores.base import MAX_EVENTS_READ, MemoryStore, RunCursor, StoredEvent, SessionInfo
 from . import sealing
 from .data_keys import DataKey, DataKeys
 from .envelope import aesgcm
@@ -218,12 +218,12 @@ class EncryptedStore(MemoryStore):
         data_key = self.data_keys.for_writing(agent, self._events_session(agent, run_id))
         return self.inner.append_events(agent, run_id, [(name, sealing.seal_event(data_key, agent, run_id, name, data)) for name, data in events])
 
-    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
         found = self.inner.read_events(agent, run_id, after, limit)
         if not found:
             return found
         opener, plain = self._opener(agent, self._events_session(agent, run_id)), self.encryption.accept_plaintext
-        return [RunEvent(e.id, e.name, sealing.open_event(agent, run_id, e.name, e.data, opener, plain)) for e in found]
+        return [StoredEvent(e.id, e.name, sealing.open_event(agent, run_id, e.name, e.data, opener, plain)) for e in found]
 
     # --- lifecycle ----------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ _HOMES = {
     "Completion": "completion",
     "CompletionStream": "stream",
     "ModelConfig": "config",
-    "TextDelta": "stream",
-    "ToolCallDelta": "stream",
+    "TextFragment": "stream",
+    "ToolCallFragment": "stream",
 }
 
 __all__ = list(_HOMES)
@@ -27,4 +27,4 @@ if TYPE_CHECKING:
     from .client import ChatClient as ChatClient
     from .completion import Completion as Completion
     from .config import ModelConfig as ModelConfig
-    from .stream import CompletionStream as CompletionStream, TextDelta as TextDelta, ToolCallDelta as ToolCallDelta
+    from .stream import CompletionStream as CompletionStream, TextFragment as TextFragment, ToolCallFragment as ToolCallFragment

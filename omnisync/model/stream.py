@@ -41,14 +41,14 @@ END_READS = 4
 
 
 @dataclass(frozen=True, slots=True)
-class TextDelta:
+class TextFragment:
     """A piece of the answer's text."""
 
     text: str
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallDelta:
+class ToolCallFragment:
     """A fragment of tool call ``index``: its id and name come first, its arguments in pieces."""
 
     index: int
@@ -57,7 +57,7 @@ class ToolCallDelta:
     arguments: str
 
 
-Delta = TextDelta | ToolCallDelta
+Fragment = TextFragment | ToolCallFragment
 
 
 @dataclass
@@ -79,12 +79,12 @@ class CompletionAssembler:
         self.model: str | None = None
         self.id: str | None = None
 
-    def add(self, chunk: dict[str, Any]) -> list[Delta]:
+    def add(self, chunk: dict[str, Any]) -> list[Fragment]:
         self.id = self.id or chunk.get("id")
         self.model = self.model or chunk.get("model")
         if isinstance(chunk.get("usage"), dict):
             self.usage = read_usage(chunk["usage"])
-        deltas: list[Delta] = []
+        deltas: list[Fragment] = []
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
@@ -94,14 +94,14 @@ class CompletionAssembler:
                 self.saw_content = True
                 if content:
                     self.text.append(content)
-                    deltas.append(TextDelta(content))
+                    deltas.append(TextFragment(content))
             for position, fragment in enumerate(delta.get("tool_calls") or ()):
                 deltas.append(self._add_tool_fragment(fragment, position))
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
         return deltas
 
-    def _add_tool_fragment(self, fragment: dict[str, Any], position: int) -> ToolCallDelta:
+    def _add_tool_fragment(self, fragment: dict[str, Any], position: int) -> ToolCallFragment:
         index = fragment.get("index", position)
         call = self.tool_calls.setdefault(index, _ToolCall())
         function = fragment.get("function") or {}
@@ -110,7 +110,7 @@ class CompletionAssembler:
         arguments = function.get("arguments") or ""
         if arguments:
             call.arguments.append(arguments)
-        return ToolCallDelta(index, fragment.get("id"), function.get("name"), arguments)
+        return ToolCallFragment(index, fragment.get("id"), function.get("name"), arguments)
 
     def _content(self) -> str | None:
         text = "".join(self.text)
@@ -187,7 +187,7 @@ class CompletionStream:
         """What has arrived so far: the text, never a tool call."""
         return self._assembler.partial()
 
-    def __iter__(self) -> Iterator[Delta]:
+    def __iter__(self) -> Iterator[Fragment]:
         if self._started:
             raise RuntimeError("a CompletionStream can be iterated only once")
         self._started = True
@@ -199,15 +199,15 @@ class CompletionStream:
         finally:
             self.close()
 
-    def _whole_reply(self) -> Iterator[Delta]:
+    def _whole_reply(self) -> Iterator[Fragment]:
         """A server that ignored ``stream: true`` and answered with one JSON completion."""
         self._completion = parse_completion(self.response.json())
         if self._completion.content:
-            yield TextDelta(self._completion.content)
+            yield TextFragment(self._completion.content)
         for index, call in enumerate(self._completion.tool_calls):
-            yield ToolCallDelta(index, call["id"], call["function"]["name"], call["function"]["arguments"])
+            yield ToolCallFragment(index, call["id"], call["function"]["name"], call["function"]["arguments"])
 
-    def _deltas(self) -> Iterator[Delta]:
+    def _deltas(self) -> Iterator[Fragment]:
         assembler = self._assembler
         parser = EventParser()
         for chunk in self._body():

@@ -65,6 +65,7 @@ def new_record(
     message: Any = None,
     run_id: str | None = None,
     response_format: dict[str, Any] | None = None,
+    extra_body: dict[str, Any] | None = None,
 ) -> RunRecord:
     """A new running record, leased to the driver ``token``, not saved yet.
 
@@ -80,6 +81,7 @@ def new_record(
         budget=dict(budget),
         loaded_seq=loaded_seq,
         response_format=response_format,
+        extra_body=extra_body,
         message=message,
         lease_owner=token,
         lease_until=now + timedelta(seconds=lease_seconds),

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Union, cast
 
 from .. import aio
+from .._aio_twin import twin_of
 from ..agent import OmniCoreAgent
 from ..errors import ConfigurationError
 from ..storable import unstorable_characters
@@ -44,7 +45,7 @@ def served_agents(agents: Any) -> dict[str, aio.OmniCoreAgent]:
             )
         if name in served:
             raise ConfigurationError(f"two agents are served as {name!r}: give them different names (or serve a mapping)")
-        served[name] = agent if isinstance(agent, aio.OmniCoreAgent) else cast(aio.OmniCoreAgent, getattr(aio, "_twin_of")(agent))
+        served[name] = agent if isinstance(agent, aio.OmniCoreAgent) else cast(aio.OmniCoreAgent, twin_of(agent))
     if not served:
         raise ConfigurationError("there is no agent to serve")
     _check_apart(served)

@@ -219,12 +219,13 @@ class _Api:
         session_id = _session_id(request)
         body = await self._body(request, RUN_FIELDS)
         check_content(body["message"])  # a bad part is a 422 before any key is reserved
-        message, on_busy, output_type = body["message"], body.get("on_busy", "wait"), checked_output_type(body)
+        message, on_busy, output_type, extra_body = body["message"], body.get("on_busy", "wait"), checked_output_type(body), body.get("extra_body")
         key = request.headers.get("idempotency-key")
         if key is None:
-            return await self._answer(request, self.hub.drive(name, agent, agent.stream(message, session_id, on_busy, output_type)))
+            return await self._answer(request, self.hub.drive(name, agent, agent.stream(message, session_id, on_busy, output_type, extra_body)))
         key = idempotency.check_key(key)
-        request_hash = idempotency.fingerprint({"message": message, "on_busy": on_busy, **({"output_type": output_type} if output_type else {})})
+        options = {name: value for name, value in (("output_type", output_type), ("extra_body", extra_body)) if value}
+        request_hash = idempotency.fingerprint({"message": message, "on_busy": on_busy, **options})
         try:
             earlier_run = await agent.claim_request_key(session_id, key, request_hash)
         except RunConflictError:
@@ -240,7 +241,7 @@ class _Api:
 
         slot = (name, session_id, key)
         try:
-            drive = self._starting[slot] = self.hub.drive(name, agent, agent.stream(message, session_id, on_busy, output_type), on_start=bind)
+            drive = self._starting[slot] = self.hub.drive(name, agent, agent.stream(message, session_id, on_busy, output_type, extra_body), on_start=bind)
             await asyncio.shield(drive.started)
         except Exception as exc:
             await agent.release_request_key(session_id, key, str(exc))

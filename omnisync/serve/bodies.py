@@ -45,7 +45,7 @@ Fields = Mapping[str, tuple[tuple[type, ...], bool]]
 
 # A run's output_type over HTTP is a JSON schema, or a whole response_format (what RemoteAgent
 # sends for a Python type, so the model is asked exactly what a local run would ask).
-RUN_FIELDS: Fields = {"message": ((str, list), True), "on_busy": ((str,), False), "output_type": ((dict, type(None)), False)}
+RUN_FIELDS: Fields = {"message": ((str, list), True), "on_busy": ((str,), False), "output_type": ((dict, type(None)), False), "extra_body": ((dict, type(None)), False)}
 RESUME_FIELDS: Fields = {"output_type": ((dict, type(None)), False)}
 
 

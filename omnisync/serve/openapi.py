@@ -177,6 +177,8 @@ def _version() -> str:
 MESSAGE: dict[str, Any] = {"oneOf": [STRING, {"type": "array", "minItems": 1, "items": {"type": "object"}}]}
 # A JSON schema, or a whole response_format object; null for none.
 OUTPUT_TYPE: dict[str, Any] = {"oneOf": [{"type": "object"}, {"type": "null"}]}
+# A server's own request options for this run's model calls (checked as model_config's extra_body).
+EXTRA_BODY: dict[str, Any] = nullable({"type": "object"})
 _TOTALS: dict[str, Any] = {"type": "object", "additionalProperties": True}
 USAGE_TOTALS: dict[str, Any] = {
     "type": "object",
@@ -199,7 +201,7 @@ def describe() -> dict[str, Any]:
                 "start a run: its result as JSON, or its events with Accept: text/event-stream",
                 _answer("the run's result, or its events", ref("RunResult"), *WRITE, events=True),
                 [AGENT, SESSION, {"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string", "minLength": 1, "maxLength": 255}}, PREFER],
-                {**_body({"message": MESSAGE, "on_busy": {"enum": ["wait", "raise"]}, "output_type": OUTPUT_TYPE}, ["message"]), "required": True},
+                {**_body({"message": MESSAGE, "on_busy": {"enum": ["wait", "raise"]}, "output_type": OUTPUT_TYPE, "extra_body": EXTRA_BODY}, ["message"]), "required": True},
             )
         },
         "/agents/{agent}/sessions": {

@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 from ..errors import NotSerializableError, RunConflictError
 from ..messages import Message
 from ..run_record import RUN, RUN_KINDS, RunRecord
-from ..storable import check_json_fields
 from .checked_calls import check_calls_of
 
 SEQ_STEP = 2
@@ -39,7 +38,7 @@ class SessionInfo:
 
 
 @dataclass(frozen=True)
-class RunEvent:
+class StoredEvent:
     """One stored event of a run: its id (1, 2, 3... within the run), SSE name and JSON data."""
 
     id: int
@@ -314,7 +313,7 @@ class MemoryStore(ABC):
         """
 
     @abstractmethod
-    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
         """Up to ``limit`` events of the run with an id above ``after``, in id order: one bounded read."""
 
     # --- lifecycle ------------------------------------------------------------------
@@ -426,12 +425,6 @@ def drop_orphan_tool_results(oldest_first: list[Message]) -> list[Message]:
     while start < len(oldest_first) and oldest_first[start].is_tool_result:
         start += 1
     return oldest_first[start:]
-
-
-def check_serializable(messages: Sequence[Message]) -> None:
-    """Refuse, before anything is written, metadata or tool calls that JSON cannot hold (every store keeps them as JSON)."""
-    for message in messages:
-        check_json_fields(message)
 
 
 def check_events(events: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, str]]:

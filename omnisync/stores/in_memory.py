@@ -23,7 +23,7 @@ from .base import (
     SEQ_STEP,
     MemoryStore,
     RunCursor,
-    RunEvent,
+    StoredEvent,
     SessionInfo,
     check_events,
     events_limit,
@@ -254,11 +254,11 @@ class InMemoryStore(MemoryStore):
             log.extend(checked)
             return len(log)
 
-    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
         limit = events_limit(after, limit)
         with self._lock:
             page = self._events.get((agent, run_id), [])[after : after + limit]
-        return [RunEvent(after + i + 1, name, json.loads(data)) for i, (name, data) in enumerate(page)]
+        return [StoredEvent(after + i + 1, name, json.loads(data)) for i, (name, data) in enumerate(page)]
 
     def close(self) -> None:
         """Nothing to release; the data stays until the process ends."""

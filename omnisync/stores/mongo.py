@@ -90,7 +90,7 @@ from .base import (
     SEQ_STEP,
     MemoryStore,
     RunCursor,
-    RunEvent,
+    StoredEvent,
     SessionInfo,
     check_events,
     events_limit,
@@ -696,15 +696,15 @@ class MongoStore(MemoryStore):
                 return last + len(checked)
         raise StoreError(f"{self._describe()}: events of run {run_id!r} were not appended: other writers took the next ids {APPEND_TRIES} times")
 
-    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
         limit = events_limit(after, limit)
         query = {**_run_key(agent, run_id), "last": {"$gt": after}}
-        found: list[RunEvent] = []
+        found: list[StoredEvent] = []
         with self._errors(f"reading events of run {run_id!r}"):
             for doc in self.events.find(query, {"first": 1, "events": 1}).sort("first", ASCENDING).limit(limit):
                 for id_, event in enumerate(doc["events"], int(doc["first"])):
                     if id_ > after and len(found) < limit:
-                        found.append(RunEvent(id_, event["n"], json.loads(event["d"])))
+                        found.append(StoredEvent(id_, event["n"], json.loads(event["d"])))
         return found
 
     def close(self) -> None:

@@ -27,7 +27,7 @@ class Compiled:
 
     def __init__(self, statement: Any, store: SQLStore) -> None:
         compiled = statement.compile(dialect=store.engine.dialect)
-        self.sql: str = compiled.string
+        self.sql: bytes = compiled.string.encode()  # psycopg takes a query as bytes (or a literal string, which this is not)
         self.defaults: dict[str, Any] = {name: value for name, value in compiled.params.items() if value is not None}
 
 

@@ -17,7 +17,7 @@ session, finished (µs or ""), index score, run token, expire at (ms or "")."""
 
 
 def _text(*names: str) -> str:
-    parts = (files(__package__).joinpath("redis_lua", f"{name}.lua").read_text(encoding="utf-8") for name in names)
+    parts = (files("omnisync.stores").joinpath("redis_lua", f"{name}.lua").read_text(encoding="utf-8") for name in names)
     return "".join(parts).replace("BATCH", str(2 * BATCH)).replace("RUN_ARGS", str(RUN_ARGS))
 
 

@@ -108,7 +108,7 @@ from .base import (
     SEQ_STEP,
     MemoryStore,
     RunCursor,
-    RunEvent,
+    StoredEvent,
     SessionInfo,
     check_events,
     drop_orphan_tool_results,
@@ -604,11 +604,11 @@ class RedisStore(MemoryStore):
             items = [f"[{json.dumps(name)},{data}]" for name, data in checked]
             return int(self._append_events(keys=[f"{record}:events", record], args=items))
 
-    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
         limit = events_limit(after, limit)
         with self._errors():
             items = cast("list[bytes]", self.client.lrange(f"{self._agent_stem(agent)}:run:{_token(run_id)}:events", after, after + limit - 1))
-        return [RunEvent(after + i, *json.loads(item)) for i, item in enumerate(items, 1)]
+        return [StoredEvent(after + i, *json.loads(item)) for i, item in enumerate(items, 1)]
 
     # --- lifecycle ------------------------------------------------------------------
 

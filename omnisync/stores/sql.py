@@ -40,10 +40,9 @@ from .base import (
     SEQ_STEP,
     MemoryStore,
     RunCursor,
-    RunEvent,
+    StoredEvent,
     SessionInfo,
     check_events,
-    check_serializable,
     events_limit,
     page_limit,
     run_conflict,
@@ -235,7 +234,6 @@ class SQLStore(MemoryStore):
     # --- messages -------------------------------------------------------------------
 
     def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
-        check_serializable(messages)
         if not messages:
             return []
         if self._is_postgres and self.message_seal is None:  # sealed rows need their seq first: the two statements below
@@ -520,11 +518,11 @@ class SQLStore(MemoryStore):
         with self._statement() as conn:
             return int(conn.execute(_LAST_EVENT, {"agent": agent, "run_id": run_id}).scalar() or 0)
 
-    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[RunEvent]:
+    def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
         limit = events_limit(after, limit)
         with self._statement() as conn:
             rows = conn.execute(_READ_EVENTS, {"agent": agent, "run_id": run_id, "after": after, "limit": limit}).all()
-        return [RunEvent(int(id_), name, json.loads(data)) for id_, name, data in rows]
+        return [StoredEvent(int(id_), name, json.loads(data)) for id_, name, data in rows]
 
     def close(self) -> None:
         if self._owns_engine:

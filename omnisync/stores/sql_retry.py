@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from sqlalchemy.exc import DBAPIError
 
@@ -24,8 +24,7 @@ from ..run_record import RunRecord
 if TYPE_CHECKING:
     from .sql import SQLStore
 
-Store = TypeVar("Store", bound="SQLStore")
-Save = Callable[[Store, RunRecord, "int | None"], RunRecord]
+Save = TypeVar("Save", bound=Callable[..., RunRecord])
 
 
 def connection_lost(exc: StoreError) -> bool:
@@ -33,11 +32,11 @@ def connection_lost(exc: StoreError) -> bool:
     return isinstance(exc.__cause__, DBAPIError) and exc.__cause__.connection_invalidated
 
 
-def saved_again_on_a_fresh_connection(save: Save[Store]) -> Save[Store]:
+def saved_again_on_a_fresh_connection(save: Save) -> Save:
     """``save`` (a store's save_run), made once more if its connection was lost."""
 
     @functools.wraps(save)
-    def save_once_more_if_lost(store: Store, record: RunRecord, expected_version: int | None) -> RunRecord:
+    def save_once_more_if_lost(store: SQLStore, record: RunRecord, expected_version: int | None) -> RunRecord:
         try:
             return save(store, record, expected_version)
         except StoreError as exc:
@@ -53,4 +52,4 @@ def saved_again_on_a_fresh_connection(save: Save[Store]) -> Save[Store]:
                 return landed  # the first attempt's write, made before its connection was lost
             raise
 
-    return save_once_more_if_lost
+    return cast(Save, save_once_more_if_lost)

@@ -22,7 +22,7 @@ from sqlalchemy.pool import StaticPool
 from ..errors import StoreError
 from ..messages import Message
 from ..run_record import RunRecord
-from .base import check_serializable, run_conflict
+from .base import run_conflict
 from .sql import (
     INSERT_MESSAGE,
     INSERT_RUN,
@@ -86,7 +86,6 @@ class SQLiteStore(SQLStore):
     # --- the operations sped up ---------------------------------------------------------
 
     def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
-        check_serializable(messages)
         if not messages:
             return []
         return self._write(lambda cursor: self._append_in(cursor, agent, session_id, messages))
@@ -118,7 +117,6 @@ class SQLiteStore(SQLStore):
         self, agent: str, session_id: str, messages: Sequence[Message], record: RunRecord, expected_version: int | None
     ) -> tuple[list[Message], RunRecord]:
         """The messages and the record in one write transaction: both, or neither when the record does not fit."""
-        check_serializable(messages)
 
         def write(cursor: sqlite3.Cursor) -> tuple[list[Message], RunRecord]:
             written = self._append_in(cursor, agent, session_id, messages) if messages else []

@@ -55,6 +55,7 @@ RUN_COLUMNS: dict[str, type] = {
     "usage": str,
     "model_calls": str,
     "response_format": str,
+    "extra_body": str,
     "message": str,
     "tool_calls_made": int,
     "pending_calls": str,
