@@ -4,6 +4,7 @@ refused, a wrong key raising and deleting nothing, plaintext refused outside mig
 from __future__ import annotations
 
 import base64
+import io
 import os
 import uuid
 
@@ -16,6 +17,7 @@ from fake_http import install
 from omnisync import DecryptionError, Encryption, MemoryRouter
 from omnisync.errors import ConfigurationError, StoreError
 from omnisync.messages import Message
+from omnisync.transfer import export_jsonl
 
 pytest.importorskip("cryptography")
 
@@ -57,6 +59,9 @@ def test_a_marker_written_through_the_agent_is_nowhere_in_the_raw_store(raw, age
 
     held = raw_text(raw.store)
     assert MARKER not in held and agent_name in held  # the rows are there, their values sealed
+    exported = io.StringIO()
+    export_jsonl(raw.store, exported, agent=agent_name)  # what `omnisync export` writes without --decrypt
+    assert MARKER not in exported.getvalue() and '"kind":"data_key"' in exported.getvalue()
     assert [m.content for m in store.history(agent_name, "s1")] == [f"summary: {MARKER}", f"echo: my password is {MARKER}", [{"type": "text", "text": MARKER}]]
     assert store.history(agent_name, "s1")[-1].metadata == {"about": MARKER}
     assert store.load_run(agent_name, result["run_id"]).response == f"echo: my password is {MARKER}"

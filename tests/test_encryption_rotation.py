@@ -4,12 +4,14 @@ and a run paused before the rotation resuming after it with the new key alone.""
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import subprocess
 import sys
 
 import pytest
 
+import backends
 from omnisync import Encryption, MemoryRouter
 from omnisync.messages import Message
 from tool_agents import tool_agent
@@ -28,9 +30,22 @@ def command(url: str, keys: dict[str, bytes], current: str, *args: str) -> subpr
     return subprocess.run([sys.executable, "-m", "omnisync.cli", "--url", url, *args], env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_ten_thousand_messages_rotate_in_another_process_and_a_paused_run_resumes_after(omnisync_cassette, tmp_path, monkeypatch):
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.backend("postgres"))])
+def url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'memory.db'}"
+        return
+    pytest.importorskip("sqlalchemy")
+    with contextlib.ExitStack() as stack:
+        try:
+            own = stack.enter_context(backends.fresh_database(backends.postgres_url()))
+        except Exception as exc:  # noqa: BLE001 - a server that cannot be reached: skip (fail in CI)
+            backends.unreachable("PostgreSQL", f"{exc.__class__.__name__}: {exc}")
+        yield own
+
+
+def test_ten_thousand_messages_rotate_in_another_process_and_a_paused_run_resumes_after(omnisync_cassette, url, monkeypatch):
     monkeypatch.delenv("OMNISYNC_ENCRYPTION_KEYS", raising=False)
-    url = f"sqlite:///{tmp_path / 'memory.db'}"
     old, new = os.urandom(32), os.urandom(32)
     with omnisync_cassette("handwritten/approval"):
         with MemoryRouter("sql", url=url, encryption=Encryption({"old": old}, "old")) as router:
