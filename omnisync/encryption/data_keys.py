@@ -11,7 +11,7 @@ import base64
 import hashlib
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import DecryptionError, RunConflictError
 from ..messages import utcnow
@@ -22,6 +22,12 @@ from .keys import KEY_BYTES, Encryption
 
 FIELD = "data_key"
 
+OpenedTexts = dict[str, tuple[str, str, int, str]]
+"""Message contents a store has opened, by envelope: the (agent, session, seq) it was opened at, and its text."""
+
+OPENED_TEXTS = 4096
+"""How many contents an :data:`OpenedTexts` keeps: a run reads the same window again and again."""
+
 
 @dataclass(frozen=True)
 class DataKey:
@@ -29,7 +35,6 @@ class DataKey:
 
     id: str
     key: bytes
-    opened_texts: dict[tuple[bytes, str], str] = field(default_factory=dict, compare=False, repr=False)
 
 
 def record_id(session_id: str) -> str:
@@ -80,6 +85,8 @@ class DataKeys:
         self.store: MemoryStore = store
         self.encryption: Encryption = encryption
         self._known: dict[tuple[str, str], DataKey] = {}
+        self.opened_texts: OpenedTexts = {}
+        """Message contents opened by these keys (:func:`~omnisync.encryption.sealing.open_messages`)."""
         self._lock = threading.Lock()
 
     def for_writing(self, agent: str, session_id: str) -> DataKey:

@@ -16,7 +16,7 @@ from ..errors import DecryptionError, NotSerializableError
 from ..messages import Message
 from ..run_record import DATA_KEY, RunRecord
 from . import envelope
-from .data_keys import DataKey
+from .data_keys import OPENED_TEXTS, DataKey, OpenedTexts
 
 SEALED = "osx"
 """The one key of a dict that stands for a sealed dict (metadata, event data, a run's pending calls)."""
@@ -39,12 +39,31 @@ def seal_message(data_key: DataKey, message: Message) -> Message:
     )
 
 
-def open_messages(messages: list[Message], opener: Opener, accept_plaintext: bool) -> list[Message]:
-    """Messages of one session as they were before :func:`seal_message`; DecryptionError if a field does not open."""
+def open_messages(messages: list[Message], opener: Opener, accept_plaintext: bool, opened: OpenedTexts | None = None) -> list[Message]:
+    """Messages of one session as they were before :func:`seal_message`; DecryptionError if a field does not open.
+
+    With ``opened``, a text content already opened at the very same place (agent, session, seq)
+    is taken from there instead of being decrypted again; a copy elsewhere is not there."""
     if not messages:
         return messages
     session, keys = envelope.place_of(messages[0].agent, messages[0].session_id), _Keys(opener)
-    return [_open_message(m, session, keys, accept_plaintext) for m in messages]
+    if opened is None:
+        return [_open_message(m, session, keys, accept_plaintext) for m in messages]
+    found = []
+    for m in messages:
+        content = m.content
+        hit = opened.get(content) if type(content) is str else None
+        if hit is not None and hit[2] == m.seq and hit[1] == m.session_id and hit[0] == m.agent:
+            if not m.tool_calls and not m.metadata:
+                found.append(_with_values(m, hit[3], None, m.metadata))
+                continue
+        opened_message = _open_message(m, session, keys, accept_plaintext)
+        if type(content) is str and type(opened_message.content) is str and content is not opened_message.content:
+            if len(opened) >= OPENED_TEXTS:
+                opened.clear()
+            opened[content] = (m.agent, m.session_id, cast(int, m.seq), opened_message.content)
+        found.append(opened_message)
+    return found
 
 
 def open_message(message: Message, opener: Opener, accept_plaintext: bool) -> Message:
@@ -180,22 +199,8 @@ def _open_at(value: Any, where: bytes, field: str, keys: _Keys, accept_plaintext
     if not (isinstance(value, str) and value.startswith(envelope.PREFIX)):
         return _clear(value, accept_plaintext, what, field)
     data_key = keys.get(value[_ID_START : value.index(".", _ID_START)], what)
-    texts = data_key.opened_texts
-    text = texts.get((where, value))
-    if text is not None:
-        return text
     plaintext = envelope.open_sealed(data_key.key, value, where, f"the {field} of {_describe(what)}")
-    if plaintext[:1] != _TEXT:
-        return json.loads(plaintext)
-    if len(texts) >= OPENED_TEXTS:
-        texts.clear()
-    text = texts[(where, value)] = plaintext[1:].decode()
-    return text
-
-
-OPENED_TEXTS = 4096
-"""Texts a data key keeps opened, by (place, envelope): a run reads the same window again and
-again. Only what its key opened at that very place; lists and dicts are opened each time."""
+    return plaintext[1:].decode() if plaintext[:1] == _TEXT else json.loads(plaintext)
 
 
 def _open_dict(value: Any, where: tuple[object, ...], field: str, opener: Opener, accept_plaintext: bool, what: str) -> Any:

@@ -59,7 +59,7 @@ class EncryptedStore(MemoryStore):
 
     def open_messages(self, agent: str, session_id: str, messages: list[Message]) -> list[Message]:
         """Messages of one session as the store it wraps holds them, opened."""
-        return sealing.open_messages(messages, self._opener(agent, session_id), self.encryption.accept_plaintext)
+        return sealing.open_messages(messages, self._opener(agent, session_id), self.encryption.accept_plaintext, self.data_keys.opened_texts)
 
     def _seal_record(self, record: RunRecord) -> RunRecord:
         self._run_sessions[(record.agent, record.run_id)] = record.session_id
