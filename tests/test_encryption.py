@@ -306,14 +306,3 @@ def test_encryption_without_cryptography_installed_says_what_to_install(monkeypa
         MemoryRouter("in_memory", encryption=keys()).store
     envelope._cipher.cache_clear()
 
-
-def test_a_copy_of_sealed_sessions_with_no_keys_on_either_side_is_refused(raw, agent_name, tmp_path):
-    from omnisync.errors import TransferError
-    from omnisync.transfer import copy_store
-
-    wrapped(raw, keys()).store.append(agent_name, "s1", [Message("user", MARKER)])
-    raw.store.message_seal = None
-    with MemoryRouter("sql", url=f"sqlite:///{tmp_path / 'target.db'}") as target:
-        with pytest.raises(TransferError, match="holds encrypted sessions.*nothing was written"):
-            copy_store(raw.store, target.store, agent=agent_name)
-        assert target.store.sessions() == []

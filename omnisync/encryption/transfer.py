@@ -34,19 +34,6 @@ def for_target(export: Export, target: MemoryStore) -> Export:
     return _Opened(export, held, target.encryption)
 
 
-def check_copy(source: MemoryStore, target: MemoryStore, agents: list[str]) -> None:
-    """Refuse, before anything is written, a copy of sealed values read without keys into a
-    target without keys: their places (seqs) may change, and nothing could open them there."""
-    if isinstance(source, EncryptedStore) or isinstance(target, EncryptedStore):
-        return
-    sealed = [agent for agent in agents if source.runs_page(agent, None, 1, kind=DATA_KEY)]
-    if sealed:
-        raise TransferError(
-            f"the source holds encrypted sessions (of {sealed[0]!r}...), and neither side has the keys: nothing was written. "
-            "Set OMNISYNC_ENCRYPTION_KEYS (or give the routers encryption=) so values are opened and sealed again at their new place."
-        )
-
-
 class _Opened(Export):
     """The export's messages, records and events, opened as they are read."""
 
