@@ -87,3 +87,8 @@ def serve_tokens() -> str | None:
 def serve_worker() -> str | None:
     """What ``omnisync serve --workers N`` hands each worker process (JSON, set by the command itself)."""
     return _get("OMNISYNC_SERVE_WORKER")
+
+
+def capture_message_content() -> bool:
+    """``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``: spans may carry messages (omnisync.telemetry)."""
+    return (_get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") or "").strip().lower() == "true"

@@ -78,6 +78,7 @@ class OmniCoreAgent:
         self._owns_router = memory_router is None
         self._client = ChatClient(self.model_config)
         self._summarizer = Summarizer(self.name, self.config.memory, self._client, self._store, self.token_counter)
+        self._summarizer.capture_content = self.config.capture_message_content
         self._prompt = PromptBuilder(system_instruction, self.config.memory, self.config.context, self.token_counter)
         self._runner = Runner(self.name, self._prompt, self.config, self._store, self.tools)
         self._pruned_at = 0.0

@@ -9,7 +9,7 @@ from ._validate import only_keys, positive_int
 from .errors import ConfigurationError
 from .memory_config import MemoryConfig
 
-AGENT_KEYS = ("memory_config", "run_retention_days", "max_steps", "budget", "context_management", "run_lease_seconds", "session_wait_seconds")
+AGENT_KEYS = ("memory_config", "run_retention_days", "max_steps", "budget", "context_management", "run_lease_seconds", "session_wait_seconds", "capture_message_content")
 BUDGET_KEYS = ("max_tool_calls", "max_tokens", "max_steps")
 CONTEXT_KEYS = ("enabled", "max_context_tokens", "reserve_output_tokens", "min_tool_result_chars")
 DEFAULT_MAX_STEPS = 20
@@ -41,6 +41,7 @@ class AgentConfig:
     context: ContextConfig = field(default_factory=ContextConfig)
     run_lease_seconds: int = DEFAULT_LEASE_SECONDS
     session_wait_seconds: int = DEFAULT_SESSION_WAIT_SECONDS
+    capture_message_content: bool = False  # spans may carry messages, redacted (omnisync.telemetry.content)
 
     @classmethod
     def from_dict(cls, config: Any) -> "AgentConfig":
@@ -65,6 +66,9 @@ class AgentConfig:
             raise ConfigurationError(
                 f"session_wait_seconds must be a whole number of seconds, 0 or more, that a run waits for a busy session; not {session_wait!r}"
             )
+        capture = config.get("capture_message_content", False)
+        if not isinstance(capture, bool):
+            raise ConfigurationError(f"capture_message_content must be True or False (whether OpenTelemetry spans may carry messages), not {capture!r}")
         return cls(
             memory=MemoryConfig.from_dict(config.get("memory_config")),
             run_retention_days=retention,
@@ -73,6 +77,7 @@ class AgentConfig:
             context=_context(config.get("context_management")),
             run_lease_seconds=lease,
             session_wait_seconds=session_wait,
+            capture_message_content=capture,
         )
 
 

@@ -42,6 +42,7 @@ from .run_record import RUNNING, RunRecord
 from .runner import new_session_id, result_of
 from .wire import ENDING_EVENTS, error_from_wire, event_from_wire, run_id_of
 from .streaming import EventStream, StreamEvent, streams
+from .telemetry import trace_headers
 
 DEFAULT_TIMEOUT = 60.0
 CONNECT_TRIES = 3
@@ -234,6 +235,7 @@ class RemoteAgent:
     def _send(self, method: str, path: str, body: dict[str, Any] | None = None, *, stream: bool = False, **options: Any) -> requests.Response:
         """One request; one carrying an Idempotency-Key (or a GET) is sent again when its connection fails."""
         tries = CONNECT_TRIES if method == "GET" or "Idempotency-Key" in (options.get("headers") or {}) else 1
+        options["headers"] = trace_headers(options.get("headers"))
         for attempt in range(1, tries + 1):
             try:
                 return self._http.request(method, self.base_url + path, json=body, timeout=self.timeout, stream=stream, **options)

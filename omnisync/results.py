@@ -201,6 +201,8 @@ class RunRecordDict(TypedDict):
     partial_response: str | None
     finish_reason: str | None
     response_format: dict[str, Any] | None
+    extra_body: dict[str, Any] | None
+    trace_parent: str | None
     message: str | list[ContentPart] | None
     lease_owner: str | None
     lease_until: str | None

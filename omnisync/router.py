@@ -12,6 +12,7 @@ from .store_urls import check_url
 from .stores.base import MemoryStore
 from .stores.registry import KINDS
 from .encryption.keys import Encryption  # the keys only: cryptography is imported when a value is sealed
+from .telemetry import traced_store
 
 STORE_KINDS = tuple(KINDS)
 
@@ -72,7 +73,7 @@ class MemoryRouter:
         self._encryption = encryption if encryption is not None else _encryption_from_environment()
         if store is not None:
             self._kind = store.kind
-            self._store: MemoryStore | None = self._encrypted(store)
+            self._store: MemoryStore | None = self._encrypted(traced_store(store))
             self._owns_store = False
         else:
             self._kind = check_kind(kind)
@@ -96,7 +97,7 @@ class MemoryRouter:
         if self._store is None:
             with self._lock:
                 if self._store is None:
-                    self._store = self._encrypted(build_store(self._kind, self._url, **self._options))
+                    self._store = self._encrypted(traced_store(build_store(self._kind, self._url, **self._options)))  # traced: round trips, not sealing
         return self._store
 
     @property

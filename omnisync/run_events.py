@@ -17,6 +17,7 @@ from typing import Any, Union
 
 from .model.completion import Completion
 from .results import RunResult
+from .telemetry import within_run
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def drive(steps: RunSteps, reply_to: ReplyTo, leave: Callable[[RunSteps], None] 
             yield event
             if isinstance(event, ModelCallStarted):
                 try:
-                    reply = yield from reply_to(event)
+                    reply = yield from within_run(steps, reply_to(event))
                 except Exception as exc:
                     steps.throw(exc)  # the loop records the failure and raises it again
                     raise

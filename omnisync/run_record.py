@@ -39,7 +39,8 @@ class RunRecord:
     ``usage`` adds up the run's own model calls (what its budget counts); ``model_calls`` keeps
     each call's usage with its kind, summary calls the run's end led to included (see
     :mod:`omnisync.usage`). ``response_format`` is what each of its calls asks for when the run
-    has an ``output_type``, so a resumed run asks for the same.
+    has an ``output_type``, so a resumed run asks for the same. ``trace_parent`` names the
+    trace span that last drove the run, so the span of a resume elsewhere links to it.
     """
 
     run_id: str
@@ -63,6 +64,7 @@ class RunRecord:
     finish_reason: str | None = None
     response_format: dict[str, Any] | None = None
     extra_body: dict[str, Any] | None = None  # a server's own options the run was given, sent with each of its model calls
+    trace_parent: str | None = None  # the W3C traceparent of the span that last drove the run (omnisync.telemetry)
     message: Any = None  # the user's message until the run first writes to its session (so a run killed before that can resume)
     lease_owner: str | None = None
     lease_until: datetime | None = None

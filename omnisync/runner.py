@@ -55,6 +55,7 @@ from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCELLED, COMPLETED
 from .run_state import KEEPER, Watch
 from .storable import MAX_ID_LENGTH, storable_reply, storable_tool_result
 from .stores.base import MemoryStore
+from .telemetry import run_tool, traced_run, traced_wait
 from .tools import ToolRegistry
 from .usage import STEP, add_usage, counted_usage, model_call
 
@@ -119,6 +120,7 @@ class Runner:
 
     # --- starting and resuming ---------------------------------------------------------
 
+    @traced_run
     def start(
         self, message: Content, session_id: str, on_busy: str = "wait", output: OutputType | None = None, extra_body: dict[str, Any] | None = None
     ) -> RunSteps:
@@ -148,6 +150,7 @@ class Runner:
         )
         return (yield from self._loop(store, context, resumed=False))
 
+    @traced_run
     def resume(self, run_id: str, output: OutputType | None = None) -> RunSteps:
         """Continue a run; ``output`` replaces the output_type it started with (by default its stored schema, read as JSON)."""
         store = self.store
@@ -249,6 +252,7 @@ class Runner:
             extra_body=extra_body or None,
         )
 
+    @traced_wait
     def _take_session(self, store: MemoryStore, session_id: str, run_id: str, on_busy: str) -> None:
         """Make ``run_id`` the session's run, waiting for a busy one up to ``session_wait_seconds`` if asked."""
         waited_until = time.monotonic() + (self.config.session_wait_seconds if on_busy == "wait" else 0)
@@ -520,7 +524,7 @@ class Runner:
             if tool is None:
                 result = f"Error: there is no tool named {call['function']['name']!r}; available: {', '.join(self.tools.names()) or 'none'}."
             else:
-                result = tool.call(call["function"].get("arguments") or "{}")
+                result = run_tool(tool, call)
             self._save(store, context, context.record.evolve(tool_calls_made=context.record.tool_calls_made + 1))
             yield self._tool_result(store, context, call, storable_tool_result(result))
         if awaiting:

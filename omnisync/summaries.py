@@ -34,6 +34,7 @@ from .messages import SUMMARY_PREFIX, Message
 from .model.client import ChatClient
 from .model.completion import Completion
 from .stores.base import MemoryStore
+from .telemetry import summarizing
 from .tokens import TokenCounter, message_tokens
 from .usage import SUMMARY, counted_usage, model_call
 
@@ -49,6 +50,8 @@ SUMMARY_INSTRUCTION = (
 
 class Summarizer:
     """Folds old messages of one agent's sessions in the background."""
+
+    capture_content = False  # the agent's capture_message_content: its summaries' spans may carry messages
 
     def __init__(
         self,
@@ -109,9 +112,14 @@ class Summarizer:
         if previous is not None:
             previous.result()
         try:
-            self.fold(store, session_id, run_id)
+            with summarizing(self.agent, session_id, run_id, capture_content=self.capture_content, run_trace=lambda: self._trace_of(store, run_id)):
+                self.fold(store, session_id, run_id)
         except Exception as exc:  # a failed summary changes nothing; the next run tries again
             logger.warning("summary of session %r for agent %r failed, nothing changed: %s", session_id, self.agent, exc)
+
+    def _trace_of(self, store: MemoryStore, run_id: str | None) -> str | None:
+        record = store.load_run(self.agent, run_id) if run_id is not None else None
+        return record.trace_parent if record is not None else None
 
     # --- the fold itself --------------------------------------------------------------
 

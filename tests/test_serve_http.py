@@ -162,6 +162,8 @@ def test_cors_answers_only_the_origins_given(base, model_url):
     assert allowed.headers["access-control-allow-origin"] == "https://app.example"
     other = call(base, "OPTIONS", "/agents/a/runs", None, headers={**preflight, "Origin": "https://evil.example"})
     assert "access-control-allow-origin" not in other.headers
+    traced = call(base, "OPTIONS", "/agents/a/runs", None, headers={**preflight, "Access-Control-Request-Headers": "traceparent,tracestate"})
+    assert traced.status_code == 200 and {"traceparent", "tracestate"} <= set(traced.headers["access-control-allow-headers"].lower().split(", "))
     agent = OmniCoreAgent("c", SYSTEM, {"model": "m", "api_key": "k", "base_url": model_url})
     with uvicorn_server(create_app(agent)) as closed:
         response = requests.options(closed + "/agents/c/runs", headers=preflight, timeout=10)

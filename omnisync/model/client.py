@@ -22,6 +22,7 @@ from ..errors import (
     ModelTimeoutError,
     status_error_class,
 )
+from ..telemetry import ChatCall
 from ..redact import RecentSecrets, redact_text, redact_url, redact_value, remember_secret
 from .body import reader as body_reader
 from .completion import Completion, parse_completion
@@ -133,13 +134,18 @@ class ChatClient:
         started = self._clock()
         deadline_at = started + self.config.deadline
         attempts = 0
+        call = ChatCall(self.config, messages)
         try:
             for attempt in self._retrying:
                 with attempt:
                     attempts += 1
-                    return parse_completion(self._post(body, deadline_at))
+                    return call.finished(parse_completion(self._post(body, deadline_at)))
         except ModelError as exc:
             _tell_attempts(exc, attempts, self._clock() - started)
+            call.failed(exc)
+            raise
+        except BaseException as exc:
+            call.failed(exc)
             raise
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -238,9 +244,14 @@ class ChatClient:
         body["stream"] = True
         if not self._stream_options_rejected:
             body["stream_options"] = {"include_usage": True}
-        for attempt in self._retrying:
-            with attempt:
-                return CompletionStream(self._open_stream(body), deadline_at=deadline_at)
+        call = ChatCall(self.config, messages, streaming=True)
+        try:
+            for attempt in self._retrying:
+                with attempt:
+                    return CompletionStream(self._open_stream(body), deadline_at=deadline_at, call=call)
+        except BaseException as exc:
+            call.failed(exc)
+            raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _open_stream(self, body: dict[str, Any]) -> requests.Response:

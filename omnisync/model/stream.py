@@ -22,7 +22,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 import urllib3
@@ -34,6 +34,9 @@ from ..usage import read_usage
 from .body import reader as body_reader
 from .completion import Completion, parse_completion
 from .sse import EventParser
+
+if TYPE_CHECKING:
+    from ..telemetry import ChatCall
 
 
 END_WAIT_SECONDS = 1.0  # after [DONE], how long the body's last chunk may take before the connection is dropped, not reused
@@ -153,8 +156,10 @@ class CompletionStream:
         *,
         deadline_at: float,
         clock: Callable[[], float] = time.monotonic,
+        call: ChatCall | None = None,
     ) -> None:
         self.response = response
+        self._call = call  # its span ends with the stream
         self.url: str = redact_url(response.url)
         self._deadline_at = deadline_at
         self._clock = clock
@@ -196,8 +201,16 @@ class CompletionStream:
                 yield from self._whole_reply()
             else:
                 yield from self._deltas()
+        except BaseException as exc:
+            if self._call is not None and not isinstance(exc, GeneratorExit):
+                self._call.failed(exc)
+            raise
         finally:
             self.close()
+            if self._call is not None and self._completion is not None:
+                self._call.finished(self._completion)
+            elif self._call is not None:
+                self._call.stopped()  # after failed(), nothing is left to end
 
     def _whole_reply(self) -> Iterator[Fragment]:
         """A server that ignored ``stream: true`` and answered with one JSON completion."""

@@ -18,6 +18,7 @@ from ..errors import ConfigurationError, DecisionFinalError, RunConflictError, R
 from ..messages import Message, utcnow
 from ..run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCEL, CANCELLED, COMPLETED, FAILED, PAUSED_STATUSES, RUN, RUNNING, RunRecord
 from ..stores.base import MemoryStore
+from ..telemetry import current_traceparent, link_to
 from .drivers import new_token
 from .leases import Lease, holds_session
 
@@ -82,6 +83,7 @@ def new_record(
         loaded_seq=loaded_seq,
         response_format=response_format,
         extra_body=extra_body,
+        trace_parent=current_traceparent(),
         message=message,
         lease_owner=token,
         lease_until=now + timedelta(seconds=lease_seconds),
@@ -132,7 +134,9 @@ def claim(
         undecided = [c["id"] for c in record.pending_calls if needs_approval(c) and c["id"] not in record.decisions]
         if undecided:
             raise RunStateError(f"run {run_id} still waits for a decision on call(s) {', '.join(undecided)}: call resolve_approval first")
+    link_to(record.trace_parent)  # the span resuming the run joins the trace of the one that paused it
     claimed = record.evolve(
+        trace_parent=current_traceparent(),
         status=RUNNING,
         budget_request=None,
         error=None,

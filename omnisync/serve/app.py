@@ -50,6 +50,7 @@ from ..errors import OmnisyncError, RunConflictError
 from ..results import RunResult
 from ..run_record import PAUSED_STATUSES, RUNNING, RunRecord
 from ..runner import result_of
+from ..telemetry import ContinueTrace
 from . import page
 from .agents import Agents, served_agents
 from .auth import Tokens
@@ -117,12 +118,13 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=cors,
                 allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "Prefer"],
+                allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "Prefer", "traceparent", "tracestate"],
                 expose_headers=[RUN_ID_HEADER, "Location", "Preference-Applied"],
             )
         )
     if tokens is None:
         middleware.append(Middleware(LoopbackOnly, allowed_origins=cors))
+    middleware.append(Middleware(ContinueTrace))  # a caller's traceparent: its served run continues that trace
     app = Starlette(
         routes=api.routes(),
         middleware=middleware,

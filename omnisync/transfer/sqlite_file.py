@@ -56,6 +56,7 @@ RUN_COLUMNS: dict[str, type] = {
     "model_calls": str,
     "response_format": str,
     "extra_body": str,
+    "trace_parent": str,
     "message": str,
     "tool_calls_made": int,
     "pending_calls": str,
