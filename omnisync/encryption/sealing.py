@@ -43,7 +43,9 @@ def open_messages(messages: list[Message], opener: Opener, accept_plaintext: boo
     """Messages of one session as they were before :func:`seal_message`; DecryptionError if a field does not open.
 
     With ``opened``, a text content already opened at the very same place (agent, session, seq)
-    is taken from there instead of being decrypted again; a copy elsewhere is not there."""
+    is taken from there instead of being decrypted again; a copy elsewhere is not there. Such a
+    message gets its text in place: every store builds the messages of a read for that read
+    alone (never a copy it keeps), so nobody else holds them."""
     if not messages:
         return messages
     session, keys = envelope.place_of(messages[0].agent, messages[0].session_id), _Keys(opener)
@@ -55,7 +57,8 @@ def open_messages(messages: list[Message], opener: Opener, accept_plaintext: boo
         hit = opened.get(content) if type(content) is str else None
         if hit is not None and hit[2] == m.seq and hit[1] == m.session_id and hit[0] == m.agent:
             if not m.tool_calls and not m.metadata:
-                found.append(_with_values(m, hit[3], None, m.metadata))
+                m.content = hit[3]
+                found.append(m)
                 continue
         opened_message = _open_message(m, session, keys, accept_plaintext)
         if type(content) is str and type(opened_message.content) is str and content is not opened_message.content:
