@@ -18,6 +18,8 @@ _HOMES = {  # every public name, with the module it comes from: __all__ and the 
     "ChatMessage": "results",
     "ConfigurationError": "errors",
     "ContentPart": "content",
+    "DecryptionError": "errors",
+    "Encryption": "encryption.keys",
     "HistoryMessage": "results",
     "HistoryPage": "results",
     "MemoryRouter": "router",
@@ -45,6 +47,8 @@ __all__ = [  # a literal, so documentation tools that read the source find the p
     "ChatMessage",
     "ConfigurationError",
     "ContentPart",
+    "DecryptionError",
+    "Encryption",
     "HistoryMessage",
     "HistoryPage",
     "MemoryRouter",
@@ -87,6 +91,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_packaging.py h
     from .content import ContentPart as ContentPart, UserContent as UserContent
     from .errors import (
         ConfigurationError as ConfigurationError,
+        DecryptionError as DecryptionError,
         MissingDependencyError as MissingDependencyError,
         ModelError as ModelError,
         OmnisyncError as OmnisyncError,
@@ -108,6 +113,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_packaging.py h
         SessionUsage as SessionUsage,
         Usage as Usage,
     )
+    from .encryption.keys import Encryption as Encryption
     from .router import MemoryRouter as MemoryRouter
     from .tools import ToolRegistry as ToolRegistry
 

@@ -20,6 +20,11 @@ def variable(name: str) -> str | None:
     return _get(name)
 
 
+def encryption_keys() -> str | None:
+    """``OMNISYNC_ENCRYPTION_KEYS``: set, a router encrypts at rest (:mod:`omnisync.encryption`)."""
+    return _get("OMNISYNC_ENCRYPTION_KEYS")
+
+
 def mongodb_db_name() -> str:
     return _get("MONGODB_DB_NAME") or "omnisync"
 

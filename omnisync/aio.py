@@ -30,7 +30,8 @@ from omnisync.agent_config import AgentConfig
 from omnisync.agent_protocol import SessionsPage
 from omnisync.aio_stream import AsyncAgentStream
 from omnisync.content import ContentPart as ContentPart, UserContent as UserContent
-from omnisync.errors import ConfigurationError as ConfigurationError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
+from omnisync.encryption.keys import Encryption as Encryption
+from omnisync.errors import ConfigurationError as ConfigurationError, DecryptionError as DecryptionError, MissingDependencyError as MissingDependencyError, ModelError as ModelError, OmnisyncError as OmnisyncError, RunError as RunError, StoreError as StoreError
 from omnisync.model.config import ModelConfig
 from omnisync.remote import RemoteAgent as _BlockingRemoteAgent
 from omnisync.results import ApprovalRequest as ApprovalRequest, BudgetRequest as BudgetRequest, ChatMessage as ChatMessage, HistoryMessage as HistoryMessage, HistoryPage as HistoryPage, ModelCallUsage as ModelCallUsage, Preview as Preview, PreviewWindow as PreviewWindow, RunRecordDict as RunRecordDict, RunResult as RunResult, RunsPage as RunsPage, SessionUsage as SessionUsage, Usage as Usage
@@ -46,6 +47,8 @@ __all__ = [
     "ChatMessage",
     "ConfigurationError",
     "ContentPart",
+    "DecryptionError",
+    "Encryption",
     "HistoryMessage",
     "HistoryPage",
     "MemoryRouter",
@@ -74,8 +77,8 @@ __all__ = [
 class MemoryRouter(AsyncTwin, blocking=_BlockingMemoryRouter):
     """``omnisync.MemoryRouter`` with coroutine methods (``await router.close()``)."""
 
-    def __init__(self, kind: str = "in_memory", *, url: str | None = None, store: MemoryStore | None = None, **options: Any) -> None:
-        self._adopt(_BlockingMemoryRouter(unwrap(kind), url=unwrap(url), store=unwrap(store), **{k: unwrap(v) for k, v in options.items()}))
+    def __init__(self, kind: str = "in_memory", *, url: str | None = None, store: MemoryStore | None = None, encryption: Encryption | None = None, **options: Any) -> None:
+        self._adopt(_BlockingMemoryRouter(unwrap(kind), url=unwrap(url), store=unwrap(store), encryption=unwrap(encryption), **{k: unwrap(v) for k, v in options.items()}))
 
     @property
     def blocking(self) -> _BlockingMemoryRouter:
@@ -91,6 +94,12 @@ class MemoryRouter(AsyncTwin, blocking=_BlockingMemoryRouter):
     def closed(self) -> bool:
         """Whether :meth:`close` was called (a closed router opens nothing again)."""
         value: bool = twin_of(self._blocking.closed)
+        return value
+
+    @property
+    def encryption(self) -> Encryption | None:
+        """The keys this router encrypts with, or None."""
+        value: Encryption | None = twin_of(self._blocking.encryption)
         return value
 
     async def get_memory_store_type(self) -> str:

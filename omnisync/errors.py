@@ -5,6 +5,7 @@
     │   └── ApiKeyError                          the api_key callable raised, or returned no token
     ├── MissingDependencyError (also ImportError) an optional extra is not installed
     ├── StoreError                               a memory store could not read or write
+    │   └── DecryptionError                      an encrypted value cannot be opened here (key, place)
     ├── TransferError                            an export, import or copy cannot be done as asked
     ├── RemoteError                              an omnisync server refused a request (RemoteAgent)
     ├── ModelError                               the model endpoint did not give an answer
@@ -60,6 +61,13 @@ class StoreError(OmnisyncError):
 
 class NotSerializableError(StoreError, TypeError):
     """A message's metadata or tool calls hold something JSON cannot (a set, an object...); nothing was written."""
+
+
+class DecryptionError(StoreError):
+    """An encrypted value could not be opened: the master key that wraps its data key is not
+    given (the message names its key id), the key is wrong, the value was moved from its place
+    (another agent, session, seq or record), or it is in clear where encryption is on.
+    Nothing was changed or deleted."""
 
 
 class TransferError(OmnisyncError):

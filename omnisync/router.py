@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from . import _env
 from .errors import ConfigurationError
 from .store_options import check_options
 from .store_urls import check_url
 from .stores.base import MemoryStore
 from .stores.registry import KINDS
+from .encryption.keys import Encryption  # the keys only: cryptography is imported when a value is sealed
 from .telemetry import traced_store
 
 STORE_KINDS = tuple(KINDS)
@@ -53,12 +55,25 @@ class MemoryRouter:
     program that fails its own configuration first creates nothing (no empty SQLite file).
     Build one router per process and share it across agents; close it when done, or use it
     as a context manager.
+
+    ``encryption`` (an :class:`~omnisync.encryption.Encryption`; left out, read from
+    ``OMNISYNC_ENCRYPTION_KEYS`` when that is set) encrypts what the store keeps: see
+    ``docs/encryption.md``.
     """
 
-    def __init__(self, kind: str = "in_memory", *, url: str | None = None, store: MemoryStore | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        kind: str = "in_memory",
+        *,
+        url: str | None = None,
+        store: MemoryStore | None = None,
+        encryption: Encryption | None = None,
+        **options: Any,
+    ) -> None:
+        self._encryption = encryption if encryption is not None else _encryption_from_environment()
         if store is not None:
             self._kind = store.kind
-            self._store: MemoryStore | None = traced_store(store)
+            self._store: MemoryStore | None = self._encrypted(traced_store(store))
             self._owns_store = False
         else:
             self._kind = check_kind(kind)
@@ -82,8 +97,20 @@ class MemoryRouter:
         if self._store is None:
             with self._lock:
                 if self._store is None:
-                    self._store = traced_store(build_store(self._kind, self._url, **self._options))
+                    self._store = self._encrypted(traced_store(build_store(self._kind, self._url, **self._options)))  # traced: round trips, not sealing
         return self._store
+
+    @property
+    def encryption(self) -> Encryption | None:
+        """The keys this router encrypts with, or None."""
+        return self._encryption
+
+    def _encrypted(self, store: MemoryStore) -> MemoryStore:
+        if self._encryption is None:
+            return store
+        from .encryption.store import EncryptedStore
+
+        return EncryptedStore(store, self._encryption)
 
     def get_memory_store_type(self) -> str:
         """The backend's name, as :attr:`kind`."""
@@ -113,13 +140,17 @@ class MemoryRouter:
         return f"MemoryRouter({self._kind!r})"
 
 
-def existing_router(kind: str, *, url: str | None = None, **options: Any) -> MemoryRouter:
+def existing_router(kind: str, *, url: str | None = None, encryption: Encryption | None = None, **options: Any) -> MemoryRouter:
     """A router on a store that is already there, opened now, creating nothing (no file, table,
     index or collection): what the command line reads and clears. The same URL, options and
     environment open the same store as ``MemoryRouter(kind, ...)``, through its registry entry; a
     StoreError names the place when no store is there or it cannot be reached."""
-    router = MemoryRouter(kind, url=url, **options)
+    router = MemoryRouter(kind, url=url, encryption=encryption, **options)
     if router._url is None:
         raise ConfigurationError(f"a {kind} store lives inside one process: there is none to open from another")
-    router._store = KINDS[kind].open_existing_store(router._url, router._options)
+    router._store = router._encrypted(KINDS[kind].open_existing_store(router._url, router._options))
     return router
+
+
+def _encryption_from_environment() -> Encryption | None:
+    return Encryption.from_environment() if _env.encryption_keys() is not None else None

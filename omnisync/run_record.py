@@ -23,7 +23,8 @@ FOLD = "fold"  # a summary's claim on a range of messages, so one process folds 
 SESSION = "session"  # a session's lease: which run holds it (``lease_owner`` is that run's id)
 IDEMPOTENCY = "idempotency"  # a served request's Idempotency-Key: the run it started (omnisync.serve)
 CANCEL = "cancel"  # a request to stop a running run, read by its driver wherever it runs (``lease_owner``: the run)
-RUN_KINDS = (RUN, FOLD, SESSION, IDEMPOTENCY, CANCEL)
+DATA_KEY = "data_key"  # a session's data key, wrapped by a master key (omnisync.encryption)
+RUN_KINDS = (RUN, FOLD, SESSION, IDEMPOTENCY, CANCEL, DATA_KEY)
 
 _TIME_FIELDS = ("created_at", "updated_at", "finished_at", "expires_at", "lease_until")
 

@@ -134,7 +134,7 @@ def _connection_options(with_store: bool) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import doctor, parts, preview, runs, serve, show, transfer
+    from . import doctor, keys, parts, preview, runs, serve, show, transfer
 
     store_options = _connection_options(with_store=True)
     parser = argparse.ArgumentParser(
@@ -174,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = sub.add_mutually_exclusive_group()
     where.add_argument("-o", "--output", metavar="FILE", help="write JSON Lines here (default: stdout)")
     where.add_argument("--sqlite", metavar="FILE", help="write a new SQLite file, tables messages and runs (opens in Datasette)")
+    sub.add_argument("--decrypt", action="store_true", help="an encrypted store: write its values in clear (default: as stored, sealed)")
 
     sub = command("import", transfer.import_, "read a JSON Lines export into the store (made if it is not there)", opens_own_store=True)
     sub.add_argument("file", metavar="FILE", help="the export ('-' for stdin)")
@@ -214,6 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
         help='the new message as JSON content parts, e.g. \'[{"type": "text", "text": "Describe it"}, ...]\', or @FILE holding them',
     )
     _json(sub, full=True)
+
+    sub = command("keys", keys.keys, keys.HELP)
+    keys.add_arguments(sub)
+
+    sub = command("encrypt", keys.encrypt, keys.ENCRYPT_HELP, opens_own_store=True)
+    sub.add_argument("--page-size", type=int, default=500, metavar="N", help="messages read and sealed per write (default 500)")
 
     sub = command("doctor", doctor.doctor, doctor.HELP, opens_own_store=True)
     _json(sub)

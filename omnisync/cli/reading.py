@@ -15,10 +15,16 @@ with :func:`omnisync.router.existing_router`, which reads the URL, options and e
 
 from __future__ import annotations
 
+from .. import _env
+from ..encryption.keys import Encryption
 from ..router import MemoryRouter, existing_router
 from .connect import choose_kind
 
 
-def open_existing(kind: str | None, url: str | None, timeout: float) -> MemoryRouter:
-    """A router on a store that is already there; a StoreError naming the place if it is not."""
-    return existing_router(choose_kind(kind, url), url=url, connect_timeout=timeout)
+def open_existing(kind: str | None, url: str | None, timeout: float, *, plaintext_too: bool = False) -> MemoryRouter:
+    """A router on a store that is already there; a StoreError naming the place if it is not.
+
+    With ``plaintext_too`` and ``OMNISYNC_ENCRYPTION_KEYS`` set, values in clear are read as
+    well as sealed ones (a copy's source, which the destination seals on the way in)."""
+    encryption = Encryption.from_environment(accept_plaintext=True) if plaintext_too and _env.encryption_keys() else None
+    return existing_router(choose_kind(kind, url), url=url, encryption=encryption, connect_timeout=timeout)

@@ -22,15 +22,18 @@ from .reading import open_existing
 
 
 def export(args: argparse.Namespace, router: MemoryRouter) -> int:
+    store = router.store if args.decrypt else getattr(router.store, "inner", router.store)  # encrypted: as stored
+    if args.decrypt and router.encryption is None:
+        raise UsageError("--decrypt needs the keys: set OMNISYNC_ENCRYPTION_KEYS")
     if args.sqlite:
-        done = export_sqlite(router.store, args.sqlite, agent=args.agent, session_id=args.session)
+        done = export_sqlite(store, args.sqlite, agent=args.agent, session_id=args.session)
         note(f"exported {done.messages} messages of {done.sessions} sessions and {done.runs} run records ({done.events} stored events) to {args.sqlite}")
         return 0
     if args.output in (None, "-"):
-        export_jsonl(router.store, sys.stdout, agent=args.agent, session_id=args.session)
+        export_jsonl(store, sys.stdout, agent=args.agent, session_id=args.session)
         sys.stdout.flush()
         return 0
-    done = export_jsonl(router.store, args.output, agent=args.agent, session_id=args.session)
+    done = export_jsonl(store, args.output, agent=args.agent, session_id=args.session)
     note(f"exported {done.lines} lines ({done.sessions} sessions) to {args.output}")
     return 0
 
@@ -51,7 +54,7 @@ def copy(args: argparse.Namespace, timeout: float) -> int:
     source_kind, target_kind = kind_of_url(source_url), kind_of_url(target_url)
     if source_url == target_url:
         raise UsageError("--from and --to are the same store")
-    with open_existing(source_kind, source_url, timeout) as source, open_router(target_kind, target_url, timeout) as target:
+    with open_existing(source_kind, source_url, timeout, plaintext_too=True) as source, open_router(target_kind, target_url, timeout) as target:
         with _progress(args, "copying") as progress:
             report = copy_store(
                 source.store, target.store, agent=args.agent, session_id=args.session, append=args.append, progress=progress

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
@@ -64,6 +64,15 @@ class MemoryStore(ABC):
     """
 
     kind: ClassVar[str]
+    message_seal: Callable[[Message], Message] | None = None
+    """What a message becomes as written, once its seq is known (set by
+    :class:`~omnisync.encryption.EncryptedStore`; None: written as it is). See :meth:`as_stored`."""
+
+    def as_stored(self, placed: Sequence[Message]) -> Sequence[Message]:
+        """``placed`` messages (seq given) as :meth:`append` writes them: sealed when encryption is on."""
+        seal = self.message_seal
+        return placed if seal is None else [seal(m) for m in placed]
+
     @property
     def writes_run_atomically(self) -> bool:
         """True where :meth:`append_and_save_run` checks the record's version before it writes
@@ -200,6 +209,12 @@ class MemoryStore(ABC):
         nothing changes and it returns None. The summary is written with ``seq = last_seq + 1``.
         The folded messages are marked inactive, or with ``delete`` removed, in the same write.
         """
+
+    def replace_values(self, agent: str, session_id: str, messages: Sequence[Message]) -> int:
+        """Write each message's content, tool calls and metadata over those of the stored message
+        with its seq (status, role, tokens and times unchanged); return how many were found.
+        What ``omnisync encrypt`` seals a store in place with, a page at a time."""
+        raise NotImplementedError(f"{type(self).__name__} cannot rewrite stored values in place")
 
     # --- runs -----------------------------------------------------------------------
 

@@ -67,13 +67,25 @@ class InMemoryStore(MemoryStore):
             if session is None:
                 session = self._sessions[(agent, session_id)] = _Session()
                 bisect.insort(self._order, (agent, session_id))
-            written = []
+            placed = []
             for message in messages:
                 session.last_seq += SEQ_STEP
-                written.append(_copy(message.placed(agent=agent, session_id=session_id, seq=session.last_seq, created_at=now)))
-            session.messages.extend(written)
-            session.seqs.extend(m.seq for m in written)  # type: ignore[misc]
-            return [_copy(m) for m in written]
+                placed.append(message.placed(agent=agent, session_id=session_id, seq=session.last_seq, created_at=now))
+            session.messages.extend(_copy(m) for m in self.as_stored(placed))
+            session.seqs.extend(m.seq for m in placed)  # type: ignore[misc]
+            return [_copy(m) for m in placed]
+
+    def replace_values(self, agent: str, session_id: str, messages: Sequence[Message]) -> int:
+        with self._lock:
+            session = self._sessions.get((agent, session_id))
+            if session is None:
+                return 0
+            given = {m.seq: m for m in messages}
+            found = [i for i, m in enumerate(session.messages) if m.seq in given]
+            for i in found:
+                new = given[session.messages[i].seq]
+                session.messages[i] = _copy(replace(session.messages[i], content=new.content, tool_calls=new.tool_calls, metadata=new.metadata))
+            return len(found)
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
         with self._lock:

@@ -263,7 +263,7 @@ class MongoStore(MemoryStore):
                     m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now)
                     for i, m in enumerate(messages)
                 ]
-                documents = [{"_id": ObjectId(), **_message_document(m)} for m in written]
+                documents = [{"_id": ObjectId(), **_message_document(m)} for m in self.as_stored(written)]
                 try:
                     self.messages.insert_many(documents, ordered=True)
                     return written
@@ -283,6 +283,15 @@ class MongoStore(MemoryStore):
             self.messages.delete_many({"_id": {"$in": ids}})
         except PyMongoError as exc:
             logger.warning("%s: could not take back the messages of a failed append: %s", self._describe(), exc)
+
+    def replace_values(self, agent: str, session_id: str, messages: Sequence[Message]) -> int:
+        found = 0
+        with self._errors(f"rewriting values of session {session_id!r}"):
+            for message in messages:
+                document = _message_document(message)
+                values = {name: document[name] for name in ("content", "content_parts", "tool_calls", "metadata")}
+                found += self.messages.update_one({**_session(agent, session_id), "seq": message.seq}, {"$set": values}).matched_count
+        return found
 
     def window_query(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> "Cursor[Any]":
         """The one bounded query :meth:`latest` runs, for ``explain()`` in tests and benchmarks."""

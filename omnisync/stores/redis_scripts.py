@@ -23,6 +23,9 @@ def _text(*names: str) -> str:
 
 APPEND_FUNCTION = _text("append_function")
 APPEND = APPEND_FUNCTION + "return append(1)"
+RESERVE_SEQS = _text("reserve_seqs")
+APPEND_PLACED = _text("append_placed")
+REPLACE_VALUES = _text("replace_values")
 FOLD = _text("fold")
 CLEAR_SESSION = _text("clear_session")
 LIST = _text("list")

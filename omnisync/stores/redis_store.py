@@ -158,6 +158,9 @@ class RedisStore(MemoryStore):
         self.prefix = prefix
         self._owns_client = False
         self._append = client.register_script(scripts.APPEND)
+        self._reserve_seqs = client.register_script(scripts.RESERVE_SEQS)
+        self._append_placed = client.register_script(scripts.APPEND_PLACED)
+        self._replace_values = client.register_script(scripts.REPLACE_VALUES)
         self._fold = client.register_script(scripts.FOLD)
         self._history = client.register_script(scripts.HISTORY)
         self._history_page = client.register_script(scripts.HISTORY_PAGE)
@@ -173,7 +176,8 @@ class RedisStore(MemoryStore):
 
     @property
     def writes_run_atomically(self) -> bool:
-        return not self.cluster  # one script checks the version, then writes (on a cluster, two slots: not one script)
+        # one script checks the version, then writes (on a cluster, two slots: not one script; sealed messages: two scripts)
+        return not self.cluster and self.message_seal is None
 
     @classmethod
     def from_url(cls, url: str, prefix: str | None = None, **client_options: Any) -> "RedisStore":
@@ -265,6 +269,8 @@ class RedisStore(MemoryStore):
             return []
         now = utcnow()
         keys = list(self._session_keys(agent, session_id))
+        if self.message_seal is not None:
+            return self._append_sealed(agent, session_id, messages, keys, now)
         items = [("a" if m.status == ACTIVE else "i") + _body(m, now)[1:] for m in messages]
         with self._errors():
             last = int(self._append(keys=keys, args=[SEQ_STEP, "0", _micros(now), *items]))
@@ -272,6 +278,32 @@ class RedisStore(MemoryStore):
                 self._list_session(agent, session_id)
                 last = int(self._append(keys=keys, args=[SEQ_STEP, "1", _micros(now), *items]))
         return self._placed(messages, agent, session_id, last, now)
+
+    def _append_sealed(self, agent: str, session_id: str, messages: Sequence[Message], keys: list[str], now: datetime) -> list[Message]:
+        """Sealed messages carry their seq: reserve the seqs (one script), seal, then write them
+        (another). A reader may see a later append's messages before these land."""
+        with self._errors():
+            last = int(self._reserve_seqs(keys=[keys[2]], args=[SEQ_STEP * len(messages), "0"]))
+            if last < 0:  # the session's first write: list it, then reserve
+                self._list_session(agent, session_id)
+                last = int(self._reserve_seqs(keys=[keys[2]], args=[SEQ_STEP * len(messages), "1"]))
+            placed = self._placed(messages, agent, session_id, last, now)
+            args: list[Any] = [_micros(now)]
+            for message in self.as_stored(placed):
+                args += [message.seq, ("a" if message.status == ACTIVE else "i") + _body(message, now)[1:]]
+            self._append_placed(keys=keys, args=args)
+        return placed
+
+    def replace_values(self, agent: str, session_id: str, messages: Sequence[Message]) -> int:
+        """One script per page: each stored member of those seqs replaced by the message with its own
+        status and time kept (a fold that moved it meanwhile is found in the other set)."""
+        keys = list(self._session_keys(agent, session_id))[:2]
+        args: list[Any] = []
+        for message in messages:
+            body = _body(message, message.created_at or utcnow())
+            args += [message.seq, f'{{"seq":{message.seq},{body[1:]}']
+        with self._errors():
+            return int(self._replace_values(keys=keys, args=args)) if args else 0
 
     def _list_session(self, agent: str, session_id: str) -> None:
         """The agent and the session in their sets and the sets' sorted twins, one script each."""
@@ -477,7 +509,7 @@ class RedisStore(MemoryStore):
     ) -> tuple[list[Message], RunRecord]:
         """On one server, one script: the record's version checked, then the messages and the
         record written together. On a cluster the two are in different slots: one after the other."""
-        if self.cluster or not messages:
+        if not self.writes_run_atomically or not messages:
             return super().append_and_save_run(agent, session_id, messages, record, expected_version)
         stand_in = -1 - secrets.randbelow(10**12) if record.first_written_seq is None else None
         marker = f'"first_written_seq":{stand_in}' if stand_in is not None else ""  # the script writes the seq it gives the first message there

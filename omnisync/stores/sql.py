@@ -25,7 +25,7 @@ import sqlite3
 import select
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -174,7 +174,7 @@ class SQLStore(MemoryStore):
 
     @property
     def writes_run_atomically(self) -> bool:
-        return self._is_postgres  # APPEND_AND_SAVE_RUN: one statement
+        return self._is_postgres and self.message_seal is None  # APPEND_AND_SAVE_RUN: one statement, of rows not sealed
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> "SQLStore":
@@ -236,11 +236,12 @@ class SQLStore(MemoryStore):
     def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
         if not messages:
             return []
-        if self._is_postgres:
+        if self._is_postgres and self.message_seal is None:  # sealed rows need their seq first: the two statements below
             return self._append_in_one_statement(agent, session_id, messages)
         counter = counter_params(agent, session_id, len(messages))
         with self._tx(write=True) as conn:
-            written, rows = place_messages(agent, session_id, messages, int(conn.execute(self._upsert_counter, counter).scalar_one()))
+            last_seq = int(conn.execute(self._upsert_counter, counter).scalar_one())
+            written, rows = place_messages(agent, session_id, messages, last_seq, seal=self.message_seal)
             conn.execute(INSERT_MESSAGE, rows)
         return written
 
@@ -259,7 +260,7 @@ class SQLStore(MemoryStore):
     ) -> tuple[list[Message], RunRecord]:
         """On PostgreSQL one statement, both or neither (the record's version checked first); a
         record saved so keeps the ``first_written_seq`` it had. Elsewhere the plain calls."""
-        if not self._is_postgres or not messages or expected_version is None:
+        if not self.writes_run_atomically or not messages or expected_version is None:
             return super().append_and_save_run(agent, session_id, messages, record, expected_version)
         now = utcnow()
         written, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
@@ -396,6 +397,17 @@ class SQLStore(MemoryStore):
             return None
         return written
 
+    def replace_values(self, agent: str, session_id: str, messages: Sequence[Message]) -> int:
+        if not messages:
+            return 0
+        rows = [message_row(m, 0) for m in messages]
+        values = [{"key_seq": row["seq"], **{f"v_{name}": row[name] for name in ("content", "tool_calls", "metadata")}} for row in rows]
+        table = schema.messages
+        change = table.update().where(_session_key(agent, session_id) & (table.c.seq == sa.bindparam("key_seq")))
+        with self._tx(write=True) as conn:
+            change = change.values({name: sa.bindparam(f"v_{name}") for name in ("content", "tool_calls", "metadata")})
+            return int(conn.execute(change, values).rowcount)
+
     # --- runs -----------------------------------------------------------------------
 
     @saved_again_on_a_fresh_connection
@@ -531,14 +543,15 @@ def counter_params(agent: str, session_id: str, count: int) -> dict[str, Any]:
 
 
 def place_messages(
-    agent: str, session_id: str, messages: Sequence[Message], last_seq: int, now: datetime | None = None
+    agent: str, session_id: str, messages: Sequence[Message], last_seq: int, now: datetime | None = None,
+    seal: Callable[[Message], Message] | None = None,
 ) -> tuple[list[Message], list[dict[str, Any]]]:
-    """The messages as written at ``now``, numbered up to ``last_seq``, and their rows."""
+    """The messages as written at ``now``, numbered up to ``last_seq``, and their rows (of each sealed, with ``seal``)."""
     now = now or utcnow()
     first = last_seq - SEQ_STEP * (len(messages) - 1)
     written = [m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now) for i, m in enumerate(messages)]
     now_us = _micros(now)  # once: converting a time costs more than the rest of a row
-    return written, [message_row(m, now_us) for m in written]
+    return written, [message_row(m, now_us) for m in (written if seal is None else map(seal, written))]
 
 
 # PostgreSQL's append, one statement whatever the number of messages: the counter's upsert a

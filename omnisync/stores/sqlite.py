@@ -93,7 +93,7 @@ class SQLiteStore(SQLStore):
     def _append_in(self, cursor: sqlite3.Cursor, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
         counter = self._upsert_counter_sql.args(counter_params(agent, session_id, len(messages)))
         last_seq = cursor.execute(self._upsert_counter_sql.sql, counter).fetchone()[0]
-        written, rows = place_messages(agent, session_id, messages, last_seq)
+        written, rows = place_messages(agent, session_id, messages, last_seq, seal=self.message_seal)
         cursor.executemany(self._insert_message.sql, [self._insert_message.args(row) for row in rows])
         return written
 

@@ -18,7 +18,7 @@ from typing import TextIO
 
 from .._logging import logger
 from ..errors import TransferError
-from ..run_record import RunRecord
+from ..run_record import DATA_KEY, RunRecord
 from ..stores.base import MemoryStore
 from .progress import Progress
 from .records import Export, agents_of, event_batches, parse, selected_sessions
@@ -50,7 +50,14 @@ def read_export(source: TextIO | str | os.PathLike[str], *, name: str | None = N
 
 
 def import_export(store: MemoryStore, export: Export, *, append: bool = False, progress: Progress | None = None) -> Report:
-    """Write a checked export into ``store`` as its lines are read again, then verify the counts; see the module docstring."""
+    """Write a checked export into ``store`` as its lines are read again, then verify the counts; see the module docstring.
+
+    An export that holds encrypted values needs a ``store`` with the keys: its values are opened
+    and sealed again at their new place (:mod:`omnisync.encryption.transfer`)."""
+    if any(record.kind == DATA_KEY for record in export.runs):
+        from ..encryption.transfer import for_target
+
+        export = for_target(export, store)
     restorer = Restorer(store, append=append, progress=progress)
     restorer.check_free(export.sessions, export.runs)
     restorer.progress.start(export.message_count + len(export.runs))

@@ -1,0 +1,72 @@
+"""An export that holds sealed values, imported into an encrypting store: each value opened
+with the export's own data key records (which the target's master keys unwrap) at the place it
+was sealed for, then sealed again by the target at its new place (its seq may change). The
+export's data key records are not imported: the target makes its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import fields
+
+from ..errors import DecryptionError, TransferError
+from ..messages import Message
+from ..run_record import DATA_KEY, RunRecord
+from ..stores.base import MemoryStore
+from ..transfer.records import EventBatch, Export
+from . import sealing
+from .data_keys import DataKey, unwrap
+from .keys import Encryption
+from .store import EncryptedStore
+
+
+def for_target(export: Export, target: MemoryStore) -> Export:
+    """``export`` as ``target`` can take it: as it is when it holds no data key records; opened
+    (see the module docstring) when it does; TransferError when it does and the target has no keys."""
+    held = {(r.agent, r.session_id): r for r in export.runs if r.kind == DATA_KEY}
+    if not held:
+        return export
+    if not isinstance(target, EncryptedStore):
+        raise TransferError(
+            f"{export.source} holds encrypted values, and the destination has no encryption keys: nothing was written. "
+            "Set OMNISYNC_ENCRYPTION_KEYS (or give the router encryption=) so they are opened and sealed again at their "
+            "new place, or export with --decrypt."
+        )
+    return _Opened(export, held, target.encryption)
+
+
+class _Opened(Export):
+    """The export's messages, records and events, opened as they are read."""
+
+    def __init__(self, export: Export, held: dict[tuple[str, str], RunRecord], encryption: Encryption) -> None:
+        super().__init__(**{f.name: getattr(export, f.name) for f in fields(export)})
+        self.held: dict[tuple[str, str], RunRecord] = held
+        self.encryption: Encryption = encryption
+        self.known: dict[tuple[str, str], DataKey] = {}
+        self.runs = [self._open_record(r) for r in export.runs if r.kind != DATA_KEY]
+        self._sessions_of_runs = {(r.agent, r.run_id): r.session_id for r in export.runs}
+
+    def _opener(self, agent: str, session_id: str) -> sealing.Opener:
+        def data_key(data_key_id: str, describe: str) -> DataKey:
+            key = self.known.get((agent, session_id))
+            if key is None:
+                record = self.held.get((agent, session_id))
+                if record is None:
+                    raise DecryptionError(f"{describe} is sealed, and {self.source} holds no data key for session {session_id!r} of {agent!r}")
+                key = self.known[(agent, session_id)] = unwrap(self.encryption, record)
+            if key.id != data_key_id:
+                raise DecryptionError(f"{describe} is sealed by another data key than its session's: it was moved there")
+            return key
+
+        return data_key
+
+    def _open_record(self, record: RunRecord) -> RunRecord:
+        return sealing.open_record(record, self._opener(record.agent, record.session_id), True)
+
+    def messages(self) -> Iterator[Message]:
+        for message in super().messages():
+            yield sealing.open_message(message, self._opener(message.agent, message.session_id), True)
+
+    def events(self) -> Iterator[EventBatch]:
+        for agent, run_id, first, events in super().events():
+            opener = self._opener(agent, self._sessions_of_runs.get((agent, run_id), f"run:{run_id}"))
+            yield agent, run_id, first, [(name, sealing.open_event(agent, run_id, name, data, opener, True)) for name, data in events]
