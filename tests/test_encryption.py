@@ -56,6 +56,9 @@ def test_a_marker_written_through_the_agent_is_nowhere_in_the_raw_store(raw, age
     summary = Message("system", f"summary: {MARKER}", metadata={"summary": {"note": MARKER}})
     assert store.fold(agent_name, "s1", summary, first_seq=history[0].seq, last_seq=history[0].seq, expected_count=1, delete=False)
     store.append(agent_name, "s1", [Message("user", [{"type": "text", "text": MARKER}], metadata={"about": MARKER})])
+    record = store.load_run(agent_name, result["run_id"])
+    decided = {"call_1": {"approved": False, "reason": f"not with {MARKER}"}, "call_2": {"approved": True, "reason": None}}
+    store.save_run(record.evolve(decisions=decided), record.version)  # a person's reason for an approval decision
 
     held = raw_text(raw.store)
     assert MARKER not in held and agent_name in held  # the rows are there, their values sealed
@@ -65,6 +68,7 @@ def test_a_marker_written_through_the_agent_is_nowhere_in_the_raw_store(raw, age
     assert [m.content for m in store.history(agent_name, "s1")] == [f"summary: {MARKER}", f"echo: my password is {MARKER}", [{"type": "text", "text": MARKER}]]
     assert store.history(agent_name, "s1")[-1].metadata == {"about": MARKER}
     assert store.load_run(agent_name, result["run_id"]).response == f"echo: my password is {MARKER}"
+    assert store.load_run(agent_name, result["run_id"]).decisions == decided
     assert store.read_events(agent_name, result["run_id"])[-1].data == {"text": f"streamed {MARKER}"}
 
 

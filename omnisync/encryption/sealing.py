@@ -1,8 +1,8 @@
 """What is sealed, field by field, and where each field is bound.
 
 A message's content, tool calls and metadata are bound to (agent, session, seq, field); a run
-record's response, partial response, error, pending tool calls and user message to (agent,
-session, run id, field); a stored event's data to (agent, run id, its name). Ids, roles, seq,
+record's response, partial response, error, pending tool calls, user message and each approval
+decision's reason to (agent, session, run id, field); a stored event's data to (agent, run id, its name). Ids, roles, seq,
 status, times and token counts stay in clear. A field that is empty stays empty.
 """
 
@@ -113,7 +113,12 @@ def is_sealed_field(value: Any) -> bool:
 
 def needs_sealing(record: RunRecord) -> bool:
     """Whether the record holds anything sealed (a lease or a claim holds none: no data key is made for it)."""
-    return record.kind != DATA_KEY and any(getattr(record, name) for name in RUN_FIELDS)
+    return record.kind != DATA_KEY and (any(getattr(record, name) for name in RUN_FIELDS) or bool(_reasons(record)))
+
+
+def _reasons(record: RunRecord) -> list[str]:
+    """The ids of the calls whose approval decision gives a reason (a person's words: sealed; the decision itself stays in clear)."""
+    return [call_id for call_id, decision in record.decisions.items() if isinstance(decision, dict) and decision.get("reason") is not None]
 
 
 def seal_record(data_key: DataKey, record: RunRecord) -> RunRecord:
@@ -126,6 +131,12 @@ def seal_record(data_key: DataKey, record: RunRecord) -> RunRecord:
             continue
         sealed = _seal(data_key, value, *where, name)
         changes[name] = [{SEALED: sealed}] if name == "pending_calls" else sealed
+    reasons = _reasons(record)
+    if reasons:
+        decisions = dict(record.decisions)
+        for call_id in reasons:
+            decisions[call_id] = {**decisions[call_id], "reason": _seal(data_key, decisions[call_id]["reason"], *where, f"decisions.{call_id}.reason")}
+        changes["decisions"] = decisions
     return record.evolve(**changes)
 
 
@@ -145,6 +156,13 @@ def open_record(record: RunRecord, opener: Opener, accept_plaintext: bool) -> Ru
             changes[name] = _open_dict(held, where, name, opener, accept_plaintext, what) if held and _is_sealed_dict(held) else _clear(value, accept_plaintext, what, name)
         else:
             changes[name] = _open(value, where, name, opener, accept_plaintext, what)
+    reasons = _reasons(record)
+    if reasons:
+        decisions = dict(record.decisions)
+        for call_id in reasons:
+            field = f"decisions.{call_id}.reason"
+            decisions[call_id] = {**decisions[call_id], "reason": _open(decisions[call_id]["reason"], where, field, opener, accept_plaintext, what)}
+        changes["decisions"] = decisions
     return record.evolve(**changes) if changes else record
 
 

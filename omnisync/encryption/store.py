@@ -131,6 +131,10 @@ class EncryptedStore(MemoryStore):
             self.data_keys.check(agent, session)
         return self.inner.clear(agent, session_id)
 
+    def delete_message(self, agent: str, session_id: str, seq: int) -> bool:
+        """As the store it wraps: a sealed message goes as a whole, no key needed."""
+        return self.inner.delete_message(agent, session_id, seq)
+
     def sessions(self, agent: str | None = None) -> list[SessionInfo]:
         return self.inner.sessions(agent)
 
