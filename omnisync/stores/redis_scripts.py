@@ -24,6 +24,7 @@ def _text(*names: str) -> str:
 APPEND_FUNCTION = _text("append_function")
 APPEND = APPEND_FUNCTION + "return append(1)"
 FOLD = _text("fold")
+DEACTIVATE = _text("deactivate")
 CLEAR_SESSION = _text("clear_session")
 LIST = _text("list")
 ORDERED = _text("ordered")

@@ -425,6 +425,12 @@ class RedisStore(MemoryStore):
             done = self._fold(keys=list(self._session_keys(agent, session_id)), args=args)
         return written if int(done) == 1 else None
 
+    def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
+        """One script on the session's keys (``redis_lua/deactivate.lua``): the range's members move to the inactive set."""
+        with self._errors():
+            done = self.client.register_script(scripts.DEACTIVATE)(keys=list(self._session_keys(agent, session_id)), args=[first_seq, last_seq, expected_count])
+        return int(done) == 1
+
     # --- runs -----------------------------------------------------------------------
 
     def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
