@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ..content import UserContent
 from ..errors import ConfigurationError
 from ..history_edit import MAX_SEARCH_LIMIT
 from .bodies import Fields, RUN_FIELDS, checked_id, checked_output_type, checked_text, only_params
@@ -48,7 +49,7 @@ def routes(api: "_Api", session: str) -> list[tuple[str, str, Callable[[Request]
         body = await api._body(request, REGENERATE_FIELDS)
         session_id = _session(request)
         undone = await agent.undo(session_id)
-        stream = agent.stream(undone[0]["content"], session_id, body.get("on_busy", "raise"), checked_output_type(body))
+        stream = agent.stream(cast(UserContent, undone[0]["content"]), session_id, body.get("on_busy", "raise"), checked_output_type(body))
         return await api._answer(request, api.hub.drive(name, agent, stream))
 
     async def search(request: Request) -> Response:
