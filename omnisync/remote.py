@@ -25,12 +25,8 @@ from __future__ import annotations
 
 import json
 import uuid
-<<<<<<< HEAD
 from collections.abc import Callable, Iterator, Mapping
-=======
-from collections.abc import Callable, Iterator
 from datetime import datetime
->>>>>>> 43838a7 (Served routes for fork, undo, regenerate and search (in /openapi.json), RemoteAgent's and omnisync.aio's twins)
 from typing import Any, cast
 from urllib.parse import quote
 
