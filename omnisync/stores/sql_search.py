@@ -53,10 +53,13 @@ _SQLITE_SEARCH = (
     f"WHERE {FTS_TABLE} MATCH :query AND m.agent = :agent AND m.status = 'active' {{filters}} "
     "ORDER BY score DESC, m.session_id, m.seq LIMIT :limit"
 )
+# The match is a CTE of its own, MATERIALIZED, so the planner always reads the GIN index first
+# (with the agent's rows uncounted, it would walk the agent's window index and tokenize each row).
 _POSTGRES_SEARCH = (
-    f"SELECT {_COLUMNS}, ts_rank(to_tsvector('simple'::regconfig, m.terms), q) AS score "
-    "FROM omnisync_messages m, plainto_tsquery('simple'::regconfig, :query) AS q "
-    "WHERE to_tsvector('simple'::regconfig, m.terms) @@ q AND m.agent = :agent AND m.status = 'active' {filters} "
+    "WITH matched AS MATERIALIZED (SELECT m.*, to_tsvector('simple'::regconfig, m.terms) AS tsv FROM omnisync_messages m "
+    "WHERE to_tsvector('simple'::regconfig, m.terms) @@ plainto_tsquery('simple'::regconfig, :query)) "
+    f"SELECT {_COLUMNS}, ts_rank(m.tsv, plainto_tsquery('simple'::regconfig, :query)) AS score FROM matched m "
+    "WHERE m.agent = :agent AND m.status = 'active' {filters} "
     "ORDER BY score DESC, m.session_id, m.seq LIMIT :limit"
 )
 _COPY_COLUMNS = [c.name for c in schema.messages.columns if c.name != "session_id"]
