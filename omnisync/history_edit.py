@@ -32,8 +32,6 @@ EDIT_LEASE_SECONDS = 60
 """How long an undo holds its session at most (it lets go as soon as it is done)."""
 _PAGE = 64
 MAX_SEARCH_LIMIT = 100
-ALL = 2**31 - 1
-"""A fork with no ``at`` copies every message up to this seq (the SQL column's largest)."""
 
 
 def fork(store: MemoryStore, agent: str, session_id: str, at: int | None, new_session_id: str | None) -> str:
@@ -115,10 +113,19 @@ def _uncommitted_from(store: MemoryStore, agent: str, session_id: str) -> tuple[
 
 
 def _last_committed(store: MemoryStore, agent: str, session_id: str, running: tuple[str, int] | None) -> int | None:
-    """Every stored message (undone ones too) before the run still going, if any; None when there are none."""
-    last = running[1] - 1 if running is not None else ALL
-    first = store.history_page(agent, session_id, None, 1, include_inactive=True)
-    return last if first and first[0].seq is not None and first[0].seq <= last else None
+    """The newest stored seq (undone messages too) before the run still going, if any; None when there is none.
+
+    Read now, so a run that starts (or writes) while the copy is made adds nothing to it."""
+    before = running[1] if running is not None else None
+    newest = store.latest(agent, session_id, 1, before_seq=before)
+    last = newest[0].seq if newest else None
+    while True:  # inactive messages after the newest active one (an undo's), a page at a time
+        page = store.history_page(agent, session_id, last, _PAGE, include_inactive=True)
+        kept = [m.seq for m in page if m.seq is not None and (before is None or m.seq < before)]
+        if kept:
+            last = kept[-1]
+        if len(page) < _PAGE or len(kept) < len(page):
+            return last
 
 
 def _fork_point(store: MemoryStore, agent: str, session_id: str, at: int) -> int:

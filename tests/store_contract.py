@@ -809,6 +809,44 @@ class SharedStoreContract(StoreContract):
             assert [e.data["i"] for e in events[::2] if e.name == name] == list(range(50))
 
 
+    def test_two_processes_forking_and_appending_at_once_copy_whole_turns(self, store, store_opener):
+        store.append(AGENT, "source", [user("q-start"), reply("a-start")])
+        context = multiprocessing.get_context("spawn")
+        appender = context.Process(target=_append_turns, args=(store_opener, 60))
+        forker = context.Process(target=_fork_many, args=(store_opener, 12))
+        for worker in (appender, forker):
+            worker.start()
+        for worker in (appender, forker):
+            worker.join(timeout=300)
+            assert worker.exitcode == 0
+        source = contents(store.history(AGENT, "source"))
+        assert len(source) == 122
+        for i in range(12):
+            forked = contents(store.history(AGENT, f"fork-{i}"))
+            assert len(forked) % 2 == 0 and forked == source[: len(forked)], forked[-3:]  # whole turns, in order
+        assert contents(store.history(AGENT, "source")) == source
+
+
+def _append_turns(opener, count: int) -> None:
+    store = opener()
+    try:
+        for i in range(count):
+            store.append(AGENT, "source", [user(f"q{i}"), reply(f"a{i}")])
+    finally:
+        store.close()
+
+
+def _fork_many(opener, count: int) -> None:
+    from omnisync import history_edit
+
+    store = opener()
+    try:
+        for i in range(count):
+            history_edit.fork(store, AGENT, "source", None, f"fork-{i}")
+    finally:
+        store.close()
+
+
 def _append_events_many(opener, name: str, count: int) -> None:
     store = opener()
     try:
