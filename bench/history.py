@@ -184,7 +184,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres", "redis", "mongodb"])
-    parser.add_argument("--fork", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--fork", type=int, nargs="*", default=[10_000, 100_000], help="session lengths to fork (none: no fork rows)")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}, cpus: {os.cpu_count()}")
     rows: list[tuple[str, ...]] = []
