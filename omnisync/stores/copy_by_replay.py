@@ -45,6 +45,9 @@ def copy_by_replay(store: "MemoryStore", agent: str, source_session_id: str, tar
 def refuse_unless_empty(store: "MemoryStore", agent: str, target_session_id: str) -> None:
     """A fork goes into a session that holds nothing: refuse one that does, before writing."""
     if store.history_page(agent, target_session_id, None, 1, include_inactive=True):
-        raise ConfigurationError(
-            f"session {target_session_id!r} of {agent!r} already holds messages: fork into a new session id"
-        )
+        raise target_taken(agent, target_session_id)
+
+
+def target_taken(agent: str, target_session_id: str) -> ConfigurationError:
+    """The error of a fork into a session that holds messages, worded alike by every store."""
+    return ConfigurationError(f"session {target_session_id!r} of {agent!r} already holds messages: fork into a new session id")

@@ -159,6 +159,7 @@ class RedisStore(MemoryStore):
         self._owns_client = False
         self._append = client.register_script(scripts.APPEND)
         self._fold = client.register_script(scripts.FOLD)
+        self._deactivate = client.register_script(scripts.DEACTIVATE)
         self._history = client.register_script(scripts.HISTORY)
         self._history_page = client.register_script(scripts.HISTORY_PAGE)
         self._save_runs = client.register_script(scripts.SAVE_RUNS)
@@ -428,7 +429,7 @@ class RedisStore(MemoryStore):
     def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
         """One script on the session's keys (``redis_lua/deactivate.lua``): the range's members move to the inactive set."""
         with self._errors():
-            done = self.client.register_script(scripts.DEACTIVATE)(keys=list(self._session_keys(agent, session_id)), args=[first_seq, last_seq, expected_count])
+            done = self._deactivate(keys=list(self._session_keys(agent, session_id)), args=[first_seq, last_seq, expected_count])
         return int(done) == 1
 
     # --- runs -----------------------------------------------------------------------

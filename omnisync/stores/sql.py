@@ -409,7 +409,7 @@ class SQLStore(MemoryStore):
         """One transaction on the server: ``INSERT ... SELECT`` of the rows and the target's counter (sql_search.py)."""
         with self._tx(write=True) as conn:
             if conn.execute(sa.select(_m.seq).where(_session_key(agent, target_session_id)).limit(1)).first() is not None:
-                copy_by_replay.refuse_unless_empty(self, agent, target_session_id)
+                raise copy_by_replay.target_taken(agent, target_session_id)
             return sql_search.copy_rows(conn, agent, source_session_id, target_session_id, last_seq)
 
     def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
