@@ -66,4 +66,9 @@ def test_the_routes_are_described_and_refuse_bad_input(model_url):
         assert bad.status_code == 422
         nothing = requests.post(base + "/agents/assistant/sessions/empty/undo", json={}, timeout=10)
         assert nothing.status_code == 422 and "no run to undo" in nothing.json()["error"]["message"]
+        assert requests.get(base + "/agents/assistant/search", timeout=10).status_code == 422  # q is required
+        local.run("keep me", session_id="r")
+        bad = requests.post(base + "/agents/assistant/sessions/r/regenerate", json={"on_busy": "later"}, timeout=10)
+        assert bad.status_code == 422 and "on_busy" in bad.json()["error"]["message"]
+        assert [m["content"] for m in local.get_session_history("r")] == ["keep me", "echo: keep me"]  # nothing undone
     local.cleanup()

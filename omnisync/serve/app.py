@@ -171,7 +171,7 @@ class _Api:
             ("POST", run + "/budget", self.budget),
             ("POST", run + "/resume", self.resume),
             ("POST", run + "/cancel", self.cancel),
-            *history_routes.routes(self, session),
+            *history_routes.routes(self._agent, self._body, lambda request, name, agent, stream: self._answer(request, self.hub.drive(name, agent, stream)), session),
         ]
         routes = [Route(path, _guarded(handler), methods=[method]) for method, path, handler in table]
         return routes + openai_api.routes(openai_api.Host(self.agents, self.hub, self._visible, self.max_body, self.body_seconds))

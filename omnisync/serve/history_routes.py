@@ -11,51 +11,64 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, TypeAlias, cast
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .. import aio
+from ..aio_stream import AsyncAgentStream
 from ..content import UserContent
 from ..errors import ConfigurationError
 from ..history_edit import MAX_SEARCH_LIMIT
+from ..runner import ON_BUSY
 from .bodies import Fields, RUN_FIELDS, checked_id, checked_output_type, checked_text, only_params
 
-if TYPE_CHECKING:
-    from .app import _Api
+AgentOf: TypeAlias = Callable[[Request], tuple[str, aio.OmniCoreAgent]]
+"""The served agent a request names (and its name), or the 401/404 the app answers."""
+BodyOf: TypeAlias = Callable[[Request, Fields], Awaitable[dict[str, Any]]]
+"""The request's JSON body, checked against the fields."""
+Answer: TypeAlias = Callable[[Request, str, aio.OmniCoreAgent, AsyncAgentStream], Awaitable[Response]]
+"""A run's stream driven apart from the request, answered as JSON or SSE as the request asks."""
+Handler: TypeAlias = Callable[[Request], Awaitable[Response]]
 
 FORK_FIELDS: Fields = {"at": ((int, type(None)), False), "new_session_id": ((str, type(None)), False)}
 REGENERATE_FIELDS: Fields = {name: RUN_FIELDS[name] for name in ("on_busy", "output_type")}
 MAX_QUERY_CHARS = 1000
 
 
-def routes(api: "_Api", session: str) -> list[tuple[str, str, Callable[[Request], Awaitable[Response]]]]:
+def routes(agent_of: AgentOf, body_of: BodyOf, answer: Answer, session: str) -> list[tuple[str, str, Handler]]:
     """The (method, path, handler) of each route, for the app's table."""
 
     async def fork(request: Request) -> Response:
-        _name, agent = api._agent(request)
-        body = await api._body(request, FORK_FIELDS)
+        _name, agent = agent_of(request)
+        body = await body_of(request, FORK_FIELDS)
         new = body.get("new_session_id")
         forked = await agent.fork_session(_session(request), at=body.get("at"), new_session_id=checked_id(new, "new_session_id") if new is not None else None)
         return JSONResponse({"session_id": forked})
 
     async def undo(request: Request) -> Response:
-        _name, agent = api._agent(request)
-        await api._body(request, {})
+        _name, agent = agent_of(request)
+        await body_of(request, {})
         return JSONResponse({"messages": await agent.undo(_session(request))})
 
     async def regenerate(request: Request) -> Response:
-        name, agent = api._agent(request)
-        body = await api._body(request, REGENERATE_FIELDS)
+        name, agent = agent_of(request)
+        body = await body_of(request, REGENERATE_FIELDS)
         session_id = _session(request)
+        on_busy, output_type = body.get("on_busy", "raise"), checked_output_type(body)
+        if on_busy not in ON_BUSY:  # refused before the undo, so a bad request changes nothing
+            raise ConfigurationError(f"on_busy must be one of {', '.join(ON_BUSY)}, not {on_busy!r}")
         undone = await agent.undo(session_id)
-        stream = agent.stream(cast(UserContent, undone[0]["content"]), session_id, body.get("on_busy", "raise"), checked_output_type(body))
-        return await api._answer(request, api.hub.drive(name, agent, stream))
+        stream = agent.stream(cast(UserContent, undone[0]["content"]), session_id, on_busy, output_type)
+        return await answer(request, name, agent, stream)
 
     async def search(request: Request) -> Response:
-        _name, agent = api._agent(request)
+        _name, agent = agent_of(request)
         only_params(request, "q", "session", "limit", "before", "after")
-        query = checked_text(request.query_params.get("q", ""), "q", MAX_QUERY_CHARS)
+        if "q" not in request.query_params:
+            raise ConfigurationError("search needs q, the words to find: ?q=...")
+        query = checked_text(request.query_params["q"], "q", MAX_QUERY_CHARS)
         session_id = request.query_params.get("session")
         limit_text = request.query_params.get("limit", "10")
         if not (limit_text.isdigit() and limit_text.isascii() and 1 <= int(limit_text) <= MAX_SEARCH_LIMIT):
