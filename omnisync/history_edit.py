@@ -32,11 +32,13 @@ EDIT_LEASE_SECONDS = 60
 """How long an undo holds its session at most (it lets go as soon as it is done)."""
 _PAGE = 64
 MAX_SEARCH_LIMIT = 100
+MAX_SEQ = 2**31 - 1
+"""The largest seq a store keeps (the SQL column is a 32-bit integer)."""
 
 
 def fork(store: MemoryStore, agent: str, session_id: str, at: int | None, new_session_id: str | None) -> str:
     """Copy ``session_id`` up to ``at`` into ``new_session_id`` (None: a fresh id); return the new id."""
-    if at is not None and (isinstance(at, bool) or not isinstance(at, int) or at < 1):
+    if at is not None and (isinstance(at, bool) or not isinstance(at, int) or not 1 <= at <= MAX_SEQ):
         raise ConfigurationError(f"at must be the seq of a message of the session (an int from its history), not {at!r}")
     target = new_session_id if new_session_id is not None else f"{session_id}-fork-{uuid.uuid4().hex[:12]}"
     if target == session_id:

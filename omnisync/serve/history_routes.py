@@ -20,7 +20,7 @@ from .. import aio
 from ..aio_stream import AsyncAgentStream
 from ..content import UserContent
 from ..errors import ConfigurationError
-from ..history_edit import MAX_SEARCH_LIMIT
+from ..history_edit import MAX_SEARCH_LIMIT, MAX_SEQ
 from ..runner import ON_BUSY
 from .bodies import Fields, RUN_FIELDS, checked_id, checked_output_type, checked_text, only_params
 
@@ -121,7 +121,7 @@ def paths(session: str, ops: Any) -> dict[str, Any]:
                 "copy the session's history up to message `at` (a seq; default all) into a new session",
                 o._answer("the new session's id", {"type": "object", "required": ["session_id"], "properties": {"session_id": o.STRING}}, *o.WRITE),
                 [o.AGENT, o.SESSION],
-                o._body({"at": o.nullable({"type": "integer", "minimum": 1}), "new_session_id": o.nullable({"type": "string", "minLength": 1, "maxLength": o.MAX_ID_LENGTH})}, []),
+                o._body({"at": o.nullable({"type": "integer", "minimum": 1, "maximum": MAX_SEQ}), "new_session_id": o.nullable({"type": "string", "minLength": 1, "maxLength": o.MAX_ID_LENGTH})}, []),
             )
         },
         session + "/undo": {
