@@ -30,6 +30,7 @@ from typing import Any
 
 import workload as w
 from omnisync.messages import Message
+from omnisync.search.terms import message_terms
 from omnisync.stores.base import MemoryStore
 
 SEQ_STEP = 2
@@ -127,14 +128,16 @@ class RawInProcess:
 
 # --- raw: SQL (sqlite3 and psycopg) ---------------------------------------------------
 
-_COLUMNS = "agent, session_id, seq, role, content, tool_calls, tool_call_id, name, status, run_id, tokens, created_at_us, metadata"
+_COLUMNS = "agent, session_id, seq, role, content, tool_calls, tool_call_id, name, status, run_id, tokens, created_at_us, metadata, terms"
 # What a load reads: the columns the store reads, in its order (omnisync.stores.sql.MESSAGE_COLUMNS),
 # not the three its WHERE clause fixes. tests/test_bench_baselines.py holds every raw SQL
 # baseline to the statements the store sends (statement_shape), so a ratio compares like with like.
 _READ = ("role", "content", "tool_calls", "tool_call_id", "name", "metadata", "tokens", "run_id", "seq", "created_at_us")
 _TOKENS, _SEQ = _READ.index("tokens"), _READ.index("seq")
 _AT = {name: i for i, name in enumerate(_COLUMNS.split(", "))}
-_APPENDED = ("role", "content", "tool_calls", "tool_call_id", "name", "status", "run_id", "tokens", "metadata")
+_APPENDED = ("role", "content", "tool_calls", "tool_call_id", "name", "status", "run_id", "tokens", "metadata", "terms")
+# The search index the store keeps (omnisync/stores/sql_search.py), kept here alike: the same
+# terms column, written by the same insert, and the same FTS5 table or GIN index over it.
 
 
 class _RawSQL:
@@ -148,7 +151,7 @@ class _RawSQL:
         first = last - SEQ_STEP * (len(records) - 1)
         return [
             (w.AGENT, session, first + SEQ_STEP * i, r["role"], r["content"], None, None, None, "active",
-             r["run_id"], r["tokens"], now, None)  # empty tool calls and metadata are NULL
+             r["run_id"], r["tokens"], now, None, message_terms(r["content"]))  # empty tool calls and metadata are NULL
             for i, r in enumerate(records)
         ]
 
@@ -199,7 +202,7 @@ class RawSQLite(_RawSQL):
         "INSERT INTO raw_sessions (agent, session_id, last_seq, updated_at_us) VALUES (?, ?, ?, ?) ON CONFLICT (agent, session_id) "
         "DO UPDATE SET last_seq = (raw_sessions.last_seq + ?), updated_at_us = ? RETURNING last_seq"
     )
-    insert = f"INSERT INTO raw_messages ({_COLUMNS}) VALUES ({', '.join('?' * 13)})"
+    insert = f"INSERT INTO raw_messages ({_COLUMNS}) VALUES ({', '.join('?' * 14)})"
     _where = "raw_messages.agent = ? AND raw_messages.session_id = ? AND raw_messages.status = ?"
     window = _window_sql(_where, "? OFFSET ?")
     window_before = _window_sql(f"{_where} AND raw_messages.seq < ?", "? OFFSET ?")
@@ -221,8 +224,12 @@ class RawSQLite(_RawSQL):
                 agent VARCHAR(255) NOT NULL, session_id VARCHAR(255) NOT NULL, seq INTEGER NOT NULL,
                 role VARCHAR(32) NOT NULL, content TEXT, tool_calls TEXT, tool_call_id VARCHAR(255),
                 name VARCHAR(255), status VARCHAR(16) NOT NULL, run_id VARCHAR(64), tokens INTEGER NOT NULL,
-                created_at_us BIGINT NOT NULL, metadata TEXT, PRIMARY KEY (agent, session_id, seq));
+                created_at_us BIGINT NOT NULL, metadata TEXT, terms TEXT, PRIMARY KEY (agent, session_id, seq));
             CREATE INDEX IF NOT EXISTS ix_raw_messages_window ON raw_messages (agent, session_id, status, seq);
+            CREATE VIRTUAL TABLE IF NOT EXISTS raw_messages_fts USING fts5(terms, content='raw_messages', content_rowid='rowid',
+                tokenize='unicode61 remove_diacritics 0');
+            CREATE TRIGGER IF NOT EXISTS raw_messages_fts_insert AFTER INSERT ON raw_messages WHEN new.terms IS NOT NULL
+                BEGIN INSERT INTO raw_messages_fts(rowid, terms) VALUES (new.rowid, new.terms); END;
             """
         )
 
@@ -285,8 +292,9 @@ class RawPostgres(_RawSQL):
                 agent VARCHAR(255) NOT NULL, session_id VARCHAR(255) NOT NULL, seq INTEGER NOT NULL,
                 role VARCHAR(32) NOT NULL, content TEXT, tool_calls TEXT, tool_call_id VARCHAR(255),
                 name VARCHAR(255), status VARCHAR(16) NOT NULL, run_id VARCHAR(64), tokens INTEGER NOT NULL,
-                created_at_us BIGINT NOT NULL, metadata TEXT, PRIMARY KEY (agent, session_id, seq));
+                created_at_us BIGINT NOT NULL, metadata TEXT, terms TEXT, PRIMARY KEY (agent, session_id, seq));
             CREATE INDEX IF NOT EXISTS ix_raw_messages_window ON raw_messages (agent, session_id, status, seq);
+            CREATE INDEX IF NOT EXISTS ix_raw_messages_terms ON raw_messages USING gin (to_tsvector('simple'::regconfig, terms));
             """
         )
 

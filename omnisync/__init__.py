@@ -34,6 +34,7 @@ _HOMES = {  # every public name, with the module it comes from: __all__ and the 
     "RunRecordDict": "results",
     "RunResult": "results",
     "RunsPage": "results",
+    "SearchHit": "search.hits",
     "SessionUsage": "results",
     "StoreError": "errors",
     "ToolRegistry": "tools",
@@ -63,6 +64,7 @@ __all__ = [  # a literal, so documentation tools that read the source find the p
     "RunRecordDict",
     "RunResult",
     "RunsPage",
+    "SearchHit",
     "SessionUsage",
     "StoreError",
     "ToolRegistry",
@@ -115,6 +117,7 @@ if TYPE_CHECKING:  # the same names for type checkers (tests/test_packaging.py h
     )
     from .encryption.keys import Encryption as Encryption
     from .router import MemoryRouter as MemoryRouter
+    from .search.hits import SearchHit as SearchHit
     from .tools import ToolRegistry as ToolRegistry
 
     __version__: str

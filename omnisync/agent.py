@@ -8,7 +8,7 @@ from datetime import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from . import idempotency, run_state
+from . import history_edit, idempotency, run_state
 from ._logging import logger
 from .agent_config import AgentConfig
 from .agent_protocol import SessionSummary, SessionsPage
@@ -21,6 +21,7 @@ from .prompt import PromptBuilder
 from .output import OutputType
 from .results import HistoryMessage, HistoryPage, Preview, RunRecordDict, RunResult, RunsPage, SessionUsage
 from .router import MemoryRouter
+from .search.hits import SearchHit
 from .run_events import RunSteps, run_to_end
 from .run_record import RUN_STATUSES, RunRecord
 from .runner import ON_BUSY, Runner, new_session_id, result_of
@@ -316,6 +317,59 @@ class OmniCoreAgent:
             _check_session_id(session_id)
         self._summarizer.wait(session_id)
         return run_state.clear(self._store(), self.name, session_id, retention_days=self.config.run_retention_days)
+
+    # --- editing and searching history (history_edit.py) ------------------------------------
+
+    def fork_session(self, session_id: str, *, at: int | None = None, new_session_id: str | None = None) -> str:
+        """A new session holding ``session_id``'s history up to and including the message with seq
+        ``at`` (a ``seq`` of ``get_session_history(..., include_inactive=True)``; None: all of it),
+        summaries and token counts included; return its id (``new_session_id``, or a fresh one).
+
+        The source is untouched. Only committed turns are copied: never a message of a run still
+        holding the source, never half a tool exchange (``at`` on a tool call or result is moved
+        to the exchange's last result). ``at`` on an inactive message is refused.
+        """
+        session_id = _check_session_id(session_id)
+        if new_session_id is not None:
+            _check_session_id(new_session_id)
+        self._summarizer.wait(session_id)
+        return history_edit.fork(self._store(), self.name, session_id, at, new_session_id)
+
+    def undo(self, session_id: str) -> list[HistoryMessage]:
+        """Make the session's last run inactive (its user message, tool exchange and reply) and return those messages.
+
+        They stay stored, shown by ``get_session_history(..., include_inactive=True)``. Refused
+        with SessionBusyError while a run (running or paused) holds the session.
+        """
+        session_id = _check_session_id(session_id)
+        self._summarizer.wait(session_id)
+        return [_history_entry(m, True) for m in history_edit.undo(self._store(), self.name, session_id)]
+
+    def regenerate(self, session_id: str, on_busy: str = "raise", output_type: Any = None) -> RunResult:
+        """Undo the session's last run, then run its user message again: a new run with its own
+        record; the old reply stays inactive. ``on_busy`` and ``output_type`` as for :meth:`run`."""
+        undone = self.undo(session_id)
+        return self.run(cast(UserContent, undone[0]["content"]), session_id=session_id, on_busy=on_busy, output_type=output_type)
+
+    def search_history(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 10,
+        before: datetime | None = None,
+        after: datetime | None = None,
+    ) -> list[SearchHit]:
+        """Full-text search of this agent's active messages (of one session, or all), best first.
+
+        A hit holds every term of ``query`` (words, case and width folded; punctuation ignored);
+        ``before``/``after`` bound the messages' write times. A query with no words finds nothing.
+        The engine is the store's (docs/history.md): SQLite FTS5, PostgreSQL ``tsvector``,
+        MongoDB's indexed terms, or a bounded scan (in process, Redis).
+        """
+        if session_id is not None:
+            _check_session_id(session_id)
+        return history_edit.search(self._store(), self.name, query, session_id, limit, before, after)
 
     def preview(self, session_id: str, message: UserContent | None = None) -> Preview:
         """What the next model call of ``session_id`` would be given, without calling the model."""

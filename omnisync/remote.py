@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from typing import Any, cast
 from urllib.parse import quote
 
@@ -38,6 +39,7 @@ from .model.sse import EventParser
 from .output import OutputType
 from .results import HistoryMessage, HistoryPage, RunRecordDict, RunResult, RunsPage, SessionUsage
 from .run_events import RunFailed, RunFinished, RunPaused
+from .search.hits import SearchHit
 from .run_record import RUNNING, RunRecord
 from .runner import new_session_id, result_of
 from .wire import ENDING_EVENTS, error_from_wire, event_from_wire, run_id_of
@@ -184,6 +186,39 @@ class RemoteAgent:
         if session_id is None:
             raise ConfigurationError("a RemoteAgent clears one session at a time: pass its session_id")
         return int(self._call("DELETE", self._session_path(session_id))["deleted"])
+
+    # --- editing and searching history -----------------------------------------------------
+
+    def fork_session(self, session_id: str, *, at: int | None = None, new_session_id: str | None = None) -> str:
+        """As :meth:`OmniCoreAgent.fork_session`, on the server."""
+        body = {"at": at, "new_session_id": new_session_id}
+        return str(self._call("POST", self._session_path(session_id, "fork"), body)["session_id"])
+
+    def undo(self, session_id: str) -> list[HistoryMessage]:
+        """As :meth:`OmniCoreAgent.undo`, on the server."""
+        return cast(list[HistoryMessage], self._call("POST", self._session_path(session_id, "undo"), {})["messages"])
+
+    def regenerate(self, session_id: str, on_busy: str = "raise", output_type: Any = None) -> RunResult:
+        """As :meth:`OmniCoreAgent.regenerate`, on the server (not retried: a retry would undo another run)."""
+        output = _output(output_type)
+        body = {"on_busy": on_busy, **_output_body(output)}
+        return _read_output(cast(RunResult, self._call("POST", self._session_path(session_id, "regenerate"), body)), output)
+
+    def search_history(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 10,
+        before: datetime | None = None,
+        after: datetime | None = None,
+    ) -> list[SearchHit]:
+        """As :meth:`OmniCoreAgent.search_history`, on the server."""
+        params: dict[str, Any] = {"q": query, "limit": limit}
+        for key, value in (("session", session_id), ("before", before), ("after", after)):
+            if value is not None:
+                params[key] = value.isoformat() if isinstance(value, datetime) else value
+        return cast(list[SearchHit], self._call("GET", self._agent_path("search"), params=params)["hits"])
 
     # --- lifecycle -------------------------------------------------------------------------
 

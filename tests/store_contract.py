@@ -729,6 +729,51 @@ class StoreContract:
 
 
 
+    # --- fork, undo and search (omnisync/history_edit.py) -----------------------------------
+
+    def test_copy_session_copies_up_to_a_seq_with_statuses_and_leaves_the_source(self, store):
+        store.append(AGENT, "src", [user("a", tokens=3), reply("b", tokens=4), user("c"), reply("d")])
+        store.fold(AGENT, "src", summary_message(), first_seq=2, last_seq=4, expected_count=2, delete=False)
+        before = store.history(AGENT, "src", include_inactive=True)
+        assert store.copy_session(AGENT, "src", "dst", last_seq=6) == 4
+        copied = store.history(AGENT, "dst", include_inactive=True)
+        assert [(m.seq, m.content, m.status, m.tokens, m.is_summary) for m in copied] == [
+            (m.seq, m.content, m.status, m.tokens, m.is_summary) for m in before if m.seq <= 6
+        ]
+        assert {m.session_id for m in copied} == {"dst"}
+        assert store.history(AGENT, "src", include_inactive=True) == before
+        assert [m.seq for m in store.append(AGENT, "dst", [user("e")])] == [8]  # after the copy's seqs
+        with pytest.raises(ConfigurationError, match="already holds messages"):
+            store.copy_session(AGENT, "src", "dst", last_seq=6)
+        assert contents(store.history(AGENT, "dst")) == ["[CONVERSATION SUMMARY] the gist", "c", "e"]
+
+    def test_deactivate_is_a_compare_and_set(self, store):
+        store.append(AGENT, "s", [user("a"), reply("b"), user("c")])
+        assert not store.deactivate(AGENT, "s", first_seq=4, last_seq=6, expected_count=3)
+        assert contents(store.history(AGENT, "s")) == ["a", "b", "c"]
+        assert store.deactivate(AGENT, "s", first_seq=4, last_seq=6, expected_count=2)
+        assert contents(store.history(AGENT, "s")) == ["a"]
+        assert [m.status for m in store.history(AGENT, "s", include_inactive=True)] == ["active", INACTIVE, INACTIVE]
+        assert not store.deactivate(AGENT, "s", first_seq=4, last_seq=6, expected_count=2)
+        assert store.window(AGENT, "s", max_messages=5)[-1].content == "a"
+
+    def test_search_finds_active_messages_of_one_agent_holding_every_term(self, store):
+        store.append(AGENT, "s1", [user("red apples and green pears"), reply("apples apples apples")])
+        store.append(AGENT, "s2", [user("green tea")])
+        store.append("other-agent", "s1", [user("apples green")])
+        found = store.search_messages(AGENT, ["apples"])
+        assert [(f.message.session_id, f.message.content) for f in found] == [("s1", "apples apples apples"), ("s1", "red apples and green pears")]
+        assert found[0].score > found[1].score
+        assert [f.message.content for f in store.search_messages(AGENT, ["green", "apples"])] == ["red apples and green pears"]
+        assert [f.message.content for f in store.search_messages(AGENT, ["green"], session_id="s2")] == ["green tea"]
+        assert store.search_messages(AGENT, ["nothing"]) == [] and store.search_messages(AGENT, []) == []
+        store.deactivate(AGENT, "s2", first_seq=2, last_seq=2, expected_count=1)
+        assert store.search_messages(AGENT, ["tea"]) == []
+        store.clear(AGENT, "s1")
+        assert store.search_messages(AGENT, ["apples"]) == []
+        assert store.reindex(AGENT) >= 0
+        assert [f.message.content for f in store.search_messages("other-agent", ["apples"])] == ["apples green"]
+
 class SharedStoreContract(StoreContract):
     """A store other processes can open too: subclasses also supply ``store_opener``,
     a picklable callable that opens the same store in another process."""
@@ -764,6 +809,44 @@ class SharedStoreContract(StoreContract):
             assert [e.data["i"] for e in events[::2] if e.name == name] == list(range(50))
 
 
+    def test_two_processes_forking_and_appending_at_once_copy_whole_turns(self, store, store_opener):
+        store.append(AGENT, "source", [user("q-start"), reply("a-start")])
+        context = multiprocessing.get_context("spawn")
+        appender = context.Process(target=_append_turns, args=(store_opener, 60))
+        forker = context.Process(target=_fork_many, args=(store_opener, 12))
+        for worker in (appender, forker):
+            worker.start()
+        for worker in (appender, forker):
+            worker.join(timeout=300)
+            assert worker.exitcode == 0
+        source = contents(store.history(AGENT, "source"))
+        assert len(source) == 122
+        for i in range(12):
+            forked = contents(store.history(AGENT, f"fork-{i}"))
+            assert len(forked) % 2 == 0 and forked == source[: len(forked)], forked[-3:]  # whole turns, in order
+        assert contents(store.history(AGENT, "source")) == source
+
+
+def _append_turns(opener, count: int) -> None:
+    store = opener()
+    try:
+        for i in range(count):
+            store.append(AGENT, "source", [user(f"q{i}"), reply(f"a{i}")])
+    finally:
+        store.close()
+
+
+def _fork_many(opener, count: int) -> None:
+    from omnisync import history_edit
+
+    store = opener()
+    try:
+        for i in range(count):
+            history_edit.fork(store, AGENT, "source", None, f"fork-{i}")
+    finally:
+        store.close()
+
+
 def _append_events_many(opener, name: str, count: int) -> None:
     store = opener()
     try:
@@ -783,29 +866,37 @@ def _append_many(opener, name: str, count: int) -> None:
 
 
 def make_old_schema(url: str, version: int) -> None:
-    """The tables of schema ``version`` (1 or 2) at ``url``, as those releases made them."""
+    """The tables of schema ``version`` (1, 2 or 3) at ``url``, as those releases made them."""
     import sqlalchemy as sa
 
     from omnisync.stores import sql_schema
 
     old = sa.MetaData()
-    for table in (sql_schema.schema_info, sql_schema.sessions, sql_schema.messages) + ((sql_schema.run_events,) if version >= 2 else ()):
+    for table in (sql_schema.schema_info, sql_schema.sessions) + ((sql_schema.run_events,) if version >= 2 else ()) + ((sql_schema.runs,) if version >= 3 else ()):
         table.to_metadata(old)
-    sa.Table(
-        "omnisync_runs",
+    sa.Table(  # before 4: no terms
+        "omnisync_messages",
         old,
-        sa.Column("agent", sa.String(255), nullable=False),
-        sa.Column("run_id", sa.String(64), nullable=False),
-        sa.Column("session_id", sa.String(255), nullable=False),
-        sa.Column("status", sa.String(32), nullable=False),
-        sa.Column("version", sa.Integer, nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True)),
-        sa.Column("finished_at", sa.DateTime(timezone=True)),
-        sa.Column("data", sa.Text, nullable=False),
-        sa.PrimaryKeyConstraint("agent", "run_id"),
-        sa.Index("ix_omnisync_runs_status", "agent", "status", "created_at"),
-        sa.Index("ix_omnisync_runs_finished", "agent", "finished_at"),
+        *(column._copy() for column in sql_schema.messages.columns if column.name != "terms"),
+        sa.PrimaryKeyConstraint("agent", "session_id", "seq"),
+        sa.Index("ix_omnisync_messages_window", "agent", "session_id", "status", "seq"),
     )
+    if version < 3:
+        sa.Table(
+            "omnisync_runs",
+            old,
+            sa.Column("agent", sa.String(255), nullable=False),
+            sa.Column("run_id", sa.String(64), nullable=False),
+            sa.Column("session_id", sa.String(255), nullable=False),
+            sa.Column("status", sa.String(32), nullable=False),
+            sa.Column("version", sa.Integer, nullable=False),
+            sa.Column("created_at", sa.DateTime(timezone=True)),
+            sa.Column("finished_at", sa.DateTime(timezone=True)),
+            sa.Column("data", sa.Text, nullable=False),
+            sa.PrimaryKeyConstraint("agent", "run_id"),
+            sa.Index("ix_omnisync_runs_status", "agent", "status", "created_at"),
+            sa.Index("ix_omnisync_runs_finished", "agent", "finished_at"),
+        )
     engine = sa.create_engine(url)
     try:
         with engine.begin() as conn:
@@ -839,9 +930,12 @@ def assert_upgrades(open_store, url: str, version: int) -> None:
             conn.execute(sql_schema.sessions.insert().values(agent=AGENT, session_id="s", last_seq=2, updated_at_us=0))
             for record in old_records:
                 values = {"agent": AGENT, "run_id": record.run_id, "session_id": "s", "status": record.status, "version": 1}
+                kind = ("kind, ", ":kind, ") if version >= 3 else ("", "")  # schema 3 wrote each record's kind
+                if version >= 3:
+                    values["kind"] = record.kind
                 conn.execute(sa.text(
-                    "INSERT INTO omnisync_runs (agent, run_id, session_id, status, version, created_at, data)"
-                    " VALUES (:agent, :run_id, :session_id, :status, :version, :created_at, :data)"
+                    f"INSERT INTO omnisync_runs (agent, run_id, session_id, {kind[0]}status, version, created_at, data)"
+                    f" VALUES (:agent, :run_id, :session_id, {kind[1]}:status, :version, :created_at, :data)"
                 ).bindparams(sa.bindparam("created_at", type_=sa.DateTime(timezone=True))), {**values, "created_at": made, "data": record.evolve(version=1).to_json()})
         with open_store(url) as store:
             assert contents(store.history(AGENT, "s")) == ["kept"]
@@ -854,13 +948,14 @@ def assert_upgrades(open_store, url: str, version: int) -> None:
             assert [r.run_id for r in store.runs_page(AGENT)] == ["r-old", "r-new"]
             assert sorted(r.run_id for r in store.list_runs(AGENT)) == ["fold-1", "r-new", "r-old", "session-1"]
         with engine.begin() as conn:
-            assert conn.execute(sa.select(sql_schema.schema_info.c.version)).scalar() == sql_schema.SCHEMA_VERSION == 3
+            assert conn.execute(sa.select(sql_schema.schema_info.c.version)).scalar() == sql_schema.SCHEMA_VERSION == 4
             kinds = dict(conn.execute(sa.text("SELECT run_id, kind FROM omnisync_runs")).all())
             assert kinds == {"r-old": "run", "session-1": SESSION, "fold-1": FOLD, "r-new": "run"}
             indexes = {ix["name"] for ix in sa.inspect(conn).get_indexes("omnisync_runs")}
             assert indexes == {ix.name for ix in sql_schema.runs.indexes}, indexes
         with open_store(url) as store:  # opening it again changes nothing
             assert contents(store.history(AGENT, "s")) == ["kept", "new"]
+            assert [f.message.content for f in store.search_messages(AGENT, ["kept"])] == ["kept"]  # indexed by the upgrade
             assert [r.run_id for r in store.runs_page(AGENT)] == ["r-old", "r-new"]
     finally:
         engine.dispose()

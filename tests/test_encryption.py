@@ -310,3 +310,21 @@ def test_encryption_without_cryptography_installed_says_what_to_install(monkeypa
         MemoryRouter("in_memory", encryption=keys()).store
     envelope._cipher.cache_clear()
 
+
+
+def test_fork_undo_and_search_work_sealed_and_no_word_reaches_an_index(raw, agent_name, monkeypatch):
+    install(monkeypatch, echo)
+    router = wrapped(raw, keys())
+    with make_agent(agent_name, router=router) as agent:
+        agent.run(f"the vault code is {MARKER}", session_id="s1")
+        agent.run("and the door is blue", session_id="s1")
+        forked = agent.fork_session("s1")
+        assert [m["content"] for m in agent.get_session_history(forked)] == [m["content"] for m in agent.get_session_history("s1")]
+        undone = agent.undo(forked)
+        assert [m["content"] for m in undone] == ["and the door is blue", "echo: and the door is blue"]
+        hits = agent.search_history("vault code")
+        assert {(h["session_id"], h["role"]) for h in hits} == {("s1", "user"), ("s1", "assistant"), (forked, "user"), (forked, "assistant")}
+        assert all("vault code" in h["snippet"] for h in hits)
+        assert agent.search_history("door", session_id=forked) == []  # undone: inactive, not found
+    assert "vault" not in raw_text(raw.store) and MARKER not in raw_text(raw.store)  # the index keeps no word of a sealed message
+    assert raw.store.search_messages(agent_name, ["vault"]) == []  # the backend's own index: nothing to find

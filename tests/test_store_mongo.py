@@ -236,7 +236,7 @@ class TestMongoStore(SharedStoreContract):
     def test_indexes_are_created_idempotently(self, store, store_opener):
         store.ensure_indexes()
         store_opener().close()
-        assert len(list(store.messages.list_indexes())) == 3  # _id, seq, window
+        assert len(list(store.messages.list_indexes())) == 4  # _id, seq, window, terms
 
     def test_the_unique_index_refuses_a_second_message_at_one_seq(self, store):
         [written] = store.append(AGENT, "s", [user("a")])

@@ -13,6 +13,7 @@ from omnisync.errors import StoreError
 from omnisync.messages import utcnow
 from omnisync.run_record import RunRecord
 from omnisync.stores.postgres import PostgresStore
+from omnisync.stores import sql_schema
 from omnisync.stores.sql import SQLStore
 import backends
 from backends import fresh_database, pgbouncer_url, postgres_url, unreachable
@@ -127,7 +128,7 @@ class TestPostgresStore(SharedStoreContract):
         assert "Index" in plan and "GroupAggregate" in plan and "Limit" in plan, plan
         assert "Sort" not in plan and "HashAggregate" not in plan, plan  # nothing after the cursor is read whole
 
-    @pytest.mark.parametrize("version", [1, 2])
+    @pytest.mark.parametrize("version", [1, 2, 3])
     def test_an_older_database_is_upgraded_and_keeps_its_data(self, version):
         with fresh_database(_reachable("PostgreSQL", postgres_url())) as url:
             make_old_schema(url, version)
@@ -223,7 +224,8 @@ def test_several_processes_creating_the_schema_at_once_all_succeed(find_url, old
             racer.join(timeout=120)
         assert [racer.exitcode for racer in racers] == [0, 0, 0, 0]
         with SQLStore(url) as store, store.engine.connect() as conn:
-            assert conn.execute(sa.text("SELECT version FROM omnisync_schema")).all() == [(3,)]
+            assert conn.execute(sa.text("SELECT version FROM omnisync_schema")).all() == [(sql_schema.SCHEMA_VERSION,)]
+            assert len([c for c in sa.inspect(conn).get_columns("omnisync_messages") if c["name"] == "terms"]) == 1
             assert len([c for c in sa.inspect(conn).get_columns("omnisync_runs") if c["name"] == "kind"]) == 1
             store.append(AGENT, "s", [user("after the race")])
             assert [m.content for m in store.history(AGENT, "s")] == ["after the race"]

@@ -84,7 +84,7 @@ class TestSQLiteFileStore(SharedStoreContract):
         with closing(sqlite3.connect(path)) as raw, raw:
             assert raw.execute("select content from omnisync_messages").fetchall() == [("precious",)]
 
-    @pytest.mark.parametrize("version", [1, 2])
+    @pytest.mark.parametrize("version", [1, 2, 3])
     def test_an_older_database_is_upgraded_and_keeps_its_data(self, store_class, tmp_path, version):
         url = f"sqlite:///{tmp_path / 'old.db'}"
         make_old_schema(url, version)

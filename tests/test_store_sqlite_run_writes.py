@@ -48,8 +48,24 @@ def test_append_and_save_run_is_one_transaction(store, statements):
     record = store.save_run(_record("r1"), None)
     statements.clear()
     written, saved = store.append_and_save_run(AGENT, "s", [user("hi"), reply("hello")], record.evolve(status=COMPLETED), record.version)
-    assert [s.split()[0] for s in statements] == ["BEGIN", "INSERT", "INSERT", "INSERT", "UPDATE", "COMMIT"]
+    assert _sent_by_store(statements) == ["BEGIN", "INSERT INTO omnisync_sessions", "INSERT INTO omnisync_messages", "UPDATE omnisync_runs", "COMMIT"]
     assert saved.first_written_seq == written[0].seq and store.load_run(AGENT, "r1") == saved
+
+
+def _sent_by_store(statements: list[str]) -> list[str]:
+    """What the store sent, in order, each kind once: not the search index's trigger (its steps
+    traced as ``--`` comments and FTS5's own statements on ``'main'.`` tables, and the insert
+    traced again at each trigger run), so one transaction reads BEGIN ... COMMIT around the store's statements."""
+    kinds: list[str] = []
+    for statement in statements:
+        if statement.startswith("--") or "'main'." in statement:
+            continue
+        words = statement.split()
+        kind = " ".join(words[:3]) if words[0] in ("INSERT", "UPDATE") else words[0]
+        kind = kind.replace(" SET", "") if kind.startswith("UPDATE") else kind
+        if not kinds or kinds[-1] != kind:
+            kinds.append(kind)
+    return kinds
 
 
 def test_append_and_save_run_writes_both_or_neither(store):

@@ -357,3 +357,20 @@ def test_a_bad_events_line_is_refused_by_its_number_before_anything_is_written(t
     with pytest.raises(TransferError, match=f"bad.jsonl, line {len(lines)}: .*{problem}"):
         read_export(path)
 
+
+
+def test_undone_messages_stay_inactive_through_an_export_and_a_copy():
+    source = InMemoryStore()
+    source.append(AGENT, "u", [user("kept"), user("undone 1"), user("undone 2"), user("after")])
+    source.deactivate(AGENT, "u", first_seq=4, last_seq=6, expected_count=2)
+    source.append(AGENT, "u", [user("undone at the end")])
+    source.deactivate(AGENT, "u", first_seq=10, last_seq=10, expected_count=1)
+    stored = [(m.seq, m.content, m.status) for m in source.history(AGENT, "u", include_inactive=True)]
+    out = io.StringIO()
+    export_jsonl(source, out)
+    imported = InMemoryStore()
+    import_export(imported, read_export(io.StringIO(out.getvalue()), name="backup"))
+    copied = InMemoryStore()
+    copy_store(source, copied)
+    for target in (imported, copied):
+        assert [(m.seq, m.content, m.status) for m in target.history(AGENT, "u", include_inactive=True)] == stored

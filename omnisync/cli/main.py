@@ -134,7 +134,7 @@ def _connection_options(with_store: bool) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import doctor, keys, parts, preview, runs, serve, show, transfer
+    from . import doctor, history, keys, parts, preview, runs, serve, show, transfer
 
     store_options = _connection_options(with_store=True)
     parser = argparse.ArgumentParser(
@@ -221,6 +221,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("encrypt", keys.encrypt, keys.ENCRYPT_HELP, opens_own_store=True)
     sub.add_argument("--page-size", type=int, default=500, metavar="N", help="messages read and sealed per write (default 500)")
+
+    sub = command("search", history.search, "search an agent's sessions: the messages holding every word of QUERY, best first")
+    sub.add_argument("query", metavar="QUERY")
+    sub.add_argument("--agent", type=agent_name, required=True)
+    sub.add_argument("--session", type=session_id, help="only this session")
+    sub.add_argument("--limit", type=int, default=10, help="the most hits (1 to 100, default 10)")
+    _json(sub)
+
+    sub = command("fork", history.fork, "copy a session's history (up to --at) into a new session; prints the new id")
+    sub.add_argument("session", type=session_id, metavar="SESSION")
+    sub.add_argument("--agent", type=agent_name, required=True)
+    sub.add_argument("--at", type=int, metavar="SEQ", help="the last message to copy (a SEQ of 'history --all'; default: all)")
+    sub.add_argument("--new-session", type=session_id, metavar="ID", help="the new session's id (default: SESSION-fork-...)")
+    _json(sub)
+
+    sub = command("reindex", history.reindex, "rebuild the search index from the stored messages (after a restore by other means, or SQLite's VACUUM)")
+    sub.add_argument("--agent", type=agent_name, help="only this agent (default: every agent)")
 
     sub = command("doctor", doctor.doctor, doctor.HELP, opens_own_store=True)
     _json(sub)

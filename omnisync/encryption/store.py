@@ -15,7 +15,9 @@ from typing import Any
 
 from ..messages import Message, utcnow
 from ..run_record import DATA_KEY, RUN_KINDS, RunRecord
+from ..search.hits import Found
 from ..stores.base import MAX_EVENTS_READ, MemoryStore, RunCursor, StoredEvent, SessionInfo
+from ..stores.copy_by_replay import copy_by_replay
 from . import sealing
 from .data_keys import DataKey, DataKeys
 from .envelope import aesgcm
@@ -130,6 +132,35 @@ class EncryptedStore(MemoryStore):
         for session in sessions:
             self.data_keys.check(agent, session)
         return self.inner.clear(agent, session_id)
+
+    # --- forks, undo and search (history_edit.py) ----------------------------------------
+
+    def copy_session(self, agent: str, source_session_id: str, target_session_id: str, *, last_seq: int) -> int:
+        """Replayed through this store, never the backend's copy on its server: a sealed value is
+        bound to its session, so each is opened and sealed again for the new one."""
+        return copy_by_replay(self, agent, source_session_id, target_session_id, last_seq)
+
+    def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
+        """As the store it wraps: only statuses change, no value is read."""
+        return self.inner.deactivate(agent, session_id, first_seq=first_seq, last_seq=last_seq, expected_count=expected_count)
+
+    def search_messages(
+        self,
+        agent: str,
+        terms: Sequence[str],
+        *,
+        session_id: str | None = None,
+        limit: int = 10,
+        before: datetime | None = None,
+        after: datetime | None = None,
+    ) -> list[Found]:
+        """The bounded scan of opened messages (omnisync.search.scan): a sealed store's index holds
+        no words, so its backend's full-text index is not used."""
+        return MemoryStore.search_messages(self, agent, terms, session_id=session_id, limit=limit, before=before, after=after)
+
+    def reindex(self, agent: str | None = None) -> int:
+        """As the store it wraps, which finds no words in sealed values: their terms stay empty."""
+        return self.inner.reindex(agent)
 
     def delete_message(self, agent: str, session_id: str, seq: int) -> bool:
         """As the store it wraps: a sealed message goes as a whole, no key needed."""

@@ -19,6 +19,7 @@
     POST   /agents/{agent}/runs/{run_id}/resume           resume (JSON, SSE, or 202 with Prefer: respond-async)
     POST   /agents/{agent}/runs/{run_id}/cancel           stop a run
     ...    /v1/models, /v1/conversations, /v1/responses   OpenAI's stateful API (openai_api/)
+    POST   .../sessions/{session}/fork, /undo, /regenerate; GET /agents/{agent}/search   (history_routes.py)
 
 Every method is the agent's own, awaited through omnisync.aio; runs are driven by
 :class:`~omnisync.serve.runs.RunHub`, apart from the request, and their events kept in the
@@ -52,7 +53,7 @@ from ..results import RunResult
 from ..run_record import PAUSED_STATUSES, RUNNING, RunRecord
 from ..runner import result_of
 from ..telemetry import ContinueTrace
-from . import openai_api, page
+from . import history_routes, openai_api, page
 from .agents import Agents, served_agents
 from .auth import Tokens
 from .bodies import (
@@ -170,6 +171,7 @@ class _Api:
             ("POST", run + "/budget", self.budget),
             ("POST", run + "/resume", self.resume),
             ("POST", run + "/cancel", self.cancel),
+            *history_routes.routes(self._agent, self._body, lambda request, name, agent, stream: self._answer(request, self.hub.drive(name, agent, stream)), session),
         ]
         routes = [Route(path, _guarded(handler), methods=[method]) for method, path, handler in table]
         return routes + openai_api.routes(openai_api.Host(self.agents, self.hub, self._visible, self.max_body, self.body_seconds))

@@ -8,6 +8,7 @@ keys every one has and allow more, so a key added to a result does not break old
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
@@ -190,6 +191,8 @@ USAGE_TOTALS: dict[str, Any] = {
 @lru_cache(maxsize=1)
 def describe() -> dict[str, Any]:
     """The OpenAPI 3.1 description of the app's JSON and event routes."""
+    from . import history_routes
+
     run, session = "/agents/{agent}/runs/{run_id}", "/agents/{agent}/sessions/{session}"
     status_object = {"type": "object", "required": ["status"], "properties": {"status": STRING}}
     paths = {
@@ -267,6 +270,7 @@ def describe() -> dict[str, Any]:
     from .openai_api.described import openai_paths  # it uses this module's helpers
 
     paths.update(openai_paths())
+    paths.update(history_routes.paths(session, sys.modules[__name__]))
     return {
         "openapi": "3.1.0",
         "info": {"title": "omnisync serve", "version": _version(), "description": "An omnisync agent's sessions and runs over JSON and server-sent events. GET / is a page to try it."},

@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 from ..errors import NotSerializableError, RunConflictError, StoreError
 from ..messages import Message
 from ..run_record import RUN, RUN_KINDS, RunRecord
+from ..search.hits import Found
+from ..search.scan import bm25_search
 from .checked_calls import check_calls_of
 
 SEQ_STEP = 2
@@ -328,6 +330,57 @@ class MemoryStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the connections this store owns. A store keeps them open until then."""
+
+    # --- editing and searching history (omnisync/history_edit.py) ----------------------
+
+    def copy_session(self, agent: str, source_session_id: str, target_session_id: str, *, last_seq: int) -> int:
+        """Copy every stored message of the source with ``seq <= last_seq`` (active and inactive,
+        summaries, token counts) into the target, which must hold no messages; return how many.
+
+        The source is only read. This default replays the messages through :meth:`append` and
+        :meth:`fold`, a page at a time (:mod:`omnisync.stores.copy_by_replay`); a store that can
+        copy on its server overrides it and says what the copy costs.
+        """
+        from .copy_by_replay import copy_by_replay
+
+        return copy_by_replay(self, agent, source_session_id, target_session_id, last_seq)
+
+    def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
+        """Mark the active messages in ``[first_seq, last_seq]`` inactive (kept for ``include_inactive``).
+
+        A compare-and-set, like :meth:`fold`: only if exactly ``expected_count`` are active in the
+        range; otherwise nothing changes and it returns False.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot mark messages inactive")
+
+    def search_messages(
+        self,
+        agent: str,
+        terms: Sequence[str],
+        *,
+        session_id: str | None = None,
+        limit: int = 10,
+        before: datetime | None = None,
+        after: datetime | None = None,
+    ) -> list[Found]:
+        """The ``limit`` active messages of ``agent`` that hold every one of ``terms``
+        (:func:`omnisync.search.terms.query_terms`), best first.
+
+        This default is the bounded scan of :mod:`omnisync.search.scan`; a store with a
+        full-text index overrides it and keeps that index in the same write as each message.
+        """
+        if not terms or limit < 1:
+            return []
+        if session_id is not None:
+            messages: Iterator[Message] = self.iter_history(agent, session_id)
+        else:
+            messages = (m for info in self.iter_sessions(agent) for m in self.iter_history(agent, info.session_id))
+        return bm25_search(messages, list(terms), limit, before=before, after=after)
+
+    def reindex(self, agent: str | None = None) -> int:
+        """Rebuild the search index of one agent's messages (None: every agent's); return how many
+        messages it holds terms of. A store that keeps no index (it scans) has nothing to rebuild: 0."""
+        return 0
 
     # --- what one run does, in as few round trips as the backend allows ---------------
     #

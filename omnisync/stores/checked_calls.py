@@ -89,6 +89,10 @@ CHECKS: dict[str, dict[str, Check]] = {
     "read_events": {"agent": _id, "run_id": _run_id},
     "load_lease_and_window": {"agent": _id, "lease_id": _run_id, "session_id": _id},
     "append_and_save_run": {**_SESSION, "messages": _messages, "record": _record},
+    "copy_session": {"agent": _id, "source_session_id": _id, "target_session_id": _id},
+    "deactivate": _SESSION,
+    "search_messages": {"agent": _id, "session_id": _optional_id},
+    "reindex": {"agent": _optional_id},
 }
 """Per method of the store contract, the check of each argument it names."""
 

@@ -31,6 +31,7 @@ from .base import (
     run_conflict,
     run_cursor,
 )
+from .copy_by_replay import refuse_unless_empty
 
 
 @dataclass
@@ -191,6 +192,34 @@ class InMemoryStore(MemoryStore):
             kept.insert(position, written)
             session.replace_all(kept)
             return _copy(written)
+
+    def copy_session(self, agent: str, source_session_id: str, target_session_id: str, *, last_seq: int) -> int:
+        """Under the store's lock: the messages up to ``last_seq`` copied as they are (seqs kept)."""
+        with self._lock:
+            refuse_unless_empty(self, agent, target_session_id)
+            source = self._sessions.get((agent, source_session_id))
+            copied = [] if source is None else [m for m in source.messages if cast(int, m.seq) <= last_seq]
+            if not copied:
+                return 0
+            target = self._sessions.get((agent, target_session_id))
+            if target is None:
+                target = self._sessions[(agent, target_session_id)] = _Session()
+                bisect.insort(self._order, (agent, target_session_id))
+            target.replace_all([_copy(replace(m, session_id=target_session_id)) for m in copied])
+            target.last_seq = max(target.last_seq, max(cast(int, m.seq) for m in copied) // SEQ_STEP * SEQ_STEP)
+            return len(copied)
+
+    def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
+        with self._lock:
+            session = self._sessions.get((agent, session_id))
+            if session is None or expected_count < 1:
+                return False
+            chosen = [i for i, m in enumerate(session.messages) if first_seq <= cast(int, m.seq) <= last_seq and m.status == ACTIVE]
+            if len(chosen) != expected_count:
+                return False
+            for index in chosen:
+                session.messages[index] = replace(session.messages[index], status=INACTIVE)
+            return True
 
     def save_run(self, record: RunRecord, expected_version: int | None) -> RunRecord:
         key = (record.agent, record.run_id)

@@ -85,6 +85,8 @@ from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
+from . import mongo_search
+from ..search.hits import Found
 from .base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
@@ -208,6 +210,7 @@ class MongoStore(MemoryStore):
                 [("agent", ASCENDING), ("session_id", ASCENDING), ("status", ASCENDING), ("seq", ASCENDING)],
                 name=WINDOW_INDEX,
             )
+            self.messages.create_index([("agent", ASCENDING), ("terms", ASCENDING)], name=mongo_search.TERMS_INDEX)
             self.runs.create_index(
                 [("agent", ASCENDING), ("run_id", ASCENDING), ("version", ASCENDING)], unique=True, name=RUN_INDEX
             )
@@ -481,6 +484,37 @@ class MongoStore(MemoryStore):
                 if self._retire(in_range, delete) == 0:
                     break
         return written
+
+    def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
+        """Count the range's active messages, then mark them inactive (an update that only sets
+        ``status`` to inactive, which concurrent writers cannot get wrong); False, and nothing
+        changed, when the count is not ``expected_count``."""
+        in_range = {**_session(agent, session_id), "status": ACTIVE, "seq": {"$gte": _integer("first_seq", first_seq), "$lte": _integer("last_seq", last_seq)}}
+        with self._errors(f"marking messages of session {session_id!r} inactive"):
+            if expected_count < 1 or self.messages.count_documents(in_range) != expected_count:
+                return False
+            self._retire(in_range, delete=False)
+        return True
+
+    def search_messages(
+        self,
+        agent: str,
+        terms: Sequence[str],
+        *,
+        session_id: str | None = None,
+        limit: int = 10,
+        before: datetime | None = None,
+        after: datetime | None = None,
+    ) -> list[Found]:
+        """The documents' ``terms`` arrays, matched with ``$all`` on a multikey index and ranked with BM25 (mongo_search.py)."""
+        if not terms or limit < 1:
+            return []
+        with self._errors("searching messages"):
+            return mongo_search.search_documents(self.messages, _document_message, agent, terms, session_id, limit, before, after)
+
+    def reindex(self, agent: str | None = None) -> int:
+        with self._errors("rebuilding the search terms"):
+            return mongo_search.reindex_documents(self.messages, _document_message, agent)
 
     def _retire(self, in_range: dict[str, Any], delete: bool) -> int:
         if delete:
@@ -841,6 +875,7 @@ def _message_document(message: Message) -> dict[str, Any]:
         "tokens": message.tokens,
         "created_at": message.created_at,
         "metadata": _json(message.metadata or {}),
+        "terms": mongo_search.document_terms(message),
     }
 
 

@@ -162,6 +162,7 @@ class RedisStore(MemoryStore):
         self._append_placed = client.register_script(scripts.APPEND_PLACED)
         self._replace_values = client.register_script(scripts.REPLACE_VALUES)
         self._fold = client.register_script(scripts.FOLD)
+        self._deactivate = client.register_script(scripts.DEACTIVATE)
         self._history = client.register_script(scripts.HISTORY)
         self._history_page = client.register_script(scripts.HISTORY_PAGE)
         self._save_runs = client.register_script(scripts.SAVE_RUNS)
@@ -456,6 +457,12 @@ class RedisStore(MemoryStore):
         with self._errors():
             done = self._fold(keys=list(self._session_keys(agent, session_id)), args=args)
         return written if int(done) == 1 else None
+
+    def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
+        """One script on the session's keys (``redis_lua/deactivate.lua``): the range's members move to the inactive set."""
+        with self._errors():
+            done = self._deactivate(keys=list(self._session_keys(agent, session_id)), args=[first_seq, last_seq, expected_count])
+        return int(done) == 1
 
     # --- runs -----------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from .._logging import logger
 from ..errors import MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RUN, RunRecord
+from ..search.terms import message_terms
 from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
@@ -62,9 +63,11 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
         "Install it with: pip install 'omnisync[postgres]'"
     ) from _missing
 
-from . import call_deadline, postgres_pooling
+from . import call_deadline, postgres_pooling, sql_search
 from . import sql_schema as schema
 from .sql_retry import saved_again_on_a_fresh_connection
+from . import copy_by_replay
+from ..search.hits import Found
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # A row of content parts keeps them as JSON text in ``content`` and says so in ``metadata``
@@ -218,6 +221,8 @@ class SQLStore(MemoryStore):
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(7301931)"))
             schema.metadata.create_all(conn)
             version = conn.execute(sa.select(schema.schema_info.c.version)).scalar()
+            if version is None or version >= 4:
+                sql_search.ensure_search_index(conn)
             if version is None:
                 conn.execute(schema.schema_info.insert().values(id=1, version=schema.SCHEMA_VERSION))
             elif version > schema.SCHEMA_VERSION:
@@ -228,6 +233,8 @@ class SQLStore(MemoryStore):
             elif version < schema.SCHEMA_VERSION:  # create_all above added the tables it lacked
                 if version < 3:
                     upgrade_runs_to_3(conn)
+                if version < 4:
+                    sql_search.upgrade_messages_to_4(conn)
                 conn.execute(schema.schema_info.update().values(version=schema.SCHEMA_VERSION))
                 logger.info("%s: schema upgraded from version %s to %s", self._describe(), version, schema.SCHEMA_VERSION)
 
@@ -408,6 +415,47 @@ class SQLStore(MemoryStore):
             change = change.values({name: sa.bindparam(f"v_{name}") for name in ("content", "tool_calls", "metadata")})
             return int(conn.execute(change, values).rowcount)
 
+    # --- editing and searching history (sql_search.py) --------------------------------
+
+    def copy_session(self, agent: str, source_session_id: str, target_session_id: str, *, last_seq: int) -> int:
+        """One transaction on the server: ``INSERT ... SELECT`` of the rows and the target's counter (sql_search.py)."""
+        with self._tx(write=True) as conn:
+            if conn.execute(sa.select(_m.seq).where(_session_key(agent, target_session_id)).limit(1)).first() is not None:
+                raise copy_by_replay.target_taken(agent, target_session_id)
+            return sql_search.copy_rows(conn, agent, source_session_id, target_session_id, last_seq)
+
+    def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
+        if expected_count < 1:
+            return False
+        try:
+            with self._tx(write=True) as conn:
+                if sql_search.deactivate_rows(conn, agent, session_id, first_seq, last_seq) != expected_count:
+                    raise _Rollback
+        except _Rollback:
+            return False
+        return True
+
+    def search_messages(
+        self,
+        agent: str,
+        terms: Sequence[str],
+        *,
+        session_id: str | None = None,
+        limit: int = 10,
+        before: datetime | None = None,
+        after: datetime | None = None,
+    ) -> list[Found]:
+        """One indexed query: FTS5 ``MATCH`` ranked by ``bm25()`` on SQLite, ``@@`` on the GIN index ranked by ``ts_rank`` on PostgreSQL."""
+        if not terms or limit < 1:
+            return []
+        with self._statement() as conn:
+            return sql_search.search_rows(conn, agent, terms, session_id, limit, before, after)
+
+    def reindex(self, agent: str | None = None) -> int:
+        """Every message's terms written again from its content (and on SQLite, the FTS5 table rebuilt)."""
+        with self._tx(write=True) as conn:
+            return sql_search.reindex_rows(conn, agent)
+
     # --- runs -----------------------------------------------------------------------
 
     @saved_again_on_a_fresh_connection
@@ -558,7 +606,7 @@ def place_messages(
 # data-modifying CTE, the rows one array a column (unnest), so its text never changes and
 # SQLAlchemy compiles it once; a statement built from the rows' values compiled anew each call.
 # Bound, not prepared on the server (poolers). Seqs in ``seqs`` are relative to the counter's new value.
-APPEND_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "name", "status", "run_id", "tokens", "metadata")
+APPEND_COLUMNS = ("role", "content", "tool_calls", "tool_call_id", "name", "status", "run_id", "tokens", "metadata", "terms")
 _ARRAY_TYPES = {"tokens": "INTEGER[]"}
 APPEND_SQL = (
     "WITH counter AS ("
@@ -848,6 +896,7 @@ def message_row(message: Message, created_at_us: int | None = None) -> dict[str,
         "tokens": message.tokens,
         "created_at_us": _micros(message.created_at) if created_at_us is None else created_at_us,  # type: ignore[arg-type]
         "metadata": json.dumps(metadata, ensure_ascii=False) if metadata else None,
+        "terms": message_terms(message.content),
     }
 
 

@@ -17,9 +17,10 @@ from sqlalchemy import (
 
 from ..run_record import RUN
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: sessions, messages, runs. 2: run_events. 3: runs.kind, and the indexes pages of runs
-read by (:func:`omnisync.stores.sql.upgrade_runs_to_3`). An older database is upgraded when opened."""
+read by (:func:`omnisync.stores.sql.upgrade_runs_to_3`). 4: messages.terms and its full-text
+index (:func:`omnisync.stores.sql_search.upgrade_messages_to_4`). An older database is upgraded when opened."""
 
 metadata: MetaData = MetaData()
 
@@ -61,6 +62,7 @@ messages: Table = Table(
     Column("tokens", Integer, nullable=False),
     Column("created_at_us", BigInteger, nullable=False),
     Column("metadata", Text),  # JSON text, NULL when empty
+    Column("terms", Text),  # the search index's terms (omnisync.search.terms), NULL when none
     PrimaryKeyConstraint("agent", "session_id", "seq"),
     Index("ix_omnisync_messages_window", "agent", "session_id", "status", "seq"),
 )

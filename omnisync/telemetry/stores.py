@@ -41,6 +41,10 @@ ROUND_TRIPS = (
     "read_events",
     "load_lease_and_window",
     "append_and_save_run",
+    "copy_session",
+    "deactivate",
+    "search_messages",
+    "reindex",
 )
 _IN_PROCESS = "in_memory"
 _INSIDE: ContextVar[bool] = ContextVar("omnisync_store_call", default=False)

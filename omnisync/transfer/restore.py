@@ -209,6 +209,8 @@ class Restorer:
 
     def verify(self) -> Report:
         """Count what the store holds now against what was meant to be there; raise if they differ."""
+        for replay in self._replays.values():
+            replay.undone()
         wrong = []
         for (agent, session_id), expected in self._expected.items():
             found = Counts.of(self.store.iter_history(agent, session_id, include_inactive=True))
@@ -293,8 +295,21 @@ class _Replay:
             self.inactive_last = new_seq
             self.inactive_count += 1
         else:
-            self.inactive_count = 0
+            self.undone()
         self.seqs.add(original.seq, new_seq)  # type: ignore[arg-type]
+
+    def undone(self) -> None:
+        """The inactive messages just written are followed by no summary: an undo left them
+        inactive (``agent.undo``), so they are made inactive again, not folded."""
+        if self.inactive_count:
+            if not self.store.deactivate(
+                self.agent, self.session_id, first_seq=self.inactive_first, last_seq=self.inactive_last, expected_count=self.inactive_count
+            ):
+                raise TransferError(
+                    f"the store refused to mark seqs {self.inactive_first}..{self.inactive_last} of session {self.session_id!r} "
+                    f"of {self.agent!r} inactive (is something else writing to it?); the session is only partly written"
+                )
+            self.inactive_count = 0
 
 
 def _fresh(message: Message, folded_range: tuple[int, int] | None = None) -> Message:

@@ -244,20 +244,65 @@ async function loadHistory() {
   const list = $("history");
   if (!$("agent").value || !$("session").value.trim()) return;
   const messages = [];
-  for (let cursor = null; ; ) {
-    const page = await api("GET", sessionPath() + "/messages?limit=500" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
-    messages.push(...page.messages);
+  for (let cursor = null; ; ) {  // with the inactive ones, for their seqs; those are not shown
+    const page = await api("GET", sessionPath() + "/messages?include_inactive=true&limit=500" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+    messages.push(...page.messages.filter((message) => message.status === "active"));
     if (!(cursor = page.next_cursor)) break;
   }
   list.textContent = "";
   for (const message of messages) {
     const item = element("li", "message " + message.role);
+    item.dataset.seq = String(message.seq);
     item.append(element("span", "role", message.role));
     const calls = (message.tool_calls || []).map((c) => `${c.function.name}(${c.function.arguments})`);
     item.append(element("span", "text", [contentText(message.content), ...calls].filter(Boolean).join(" ")));
+    const fork = element("button", "fork", "Fork here");
+    fork.type = "button";
+    fork.title = "a new session with the history up to this message";
+    fork.addEventListener("click", () => forkAt(message.seq));
+    item.append(fork);
     list.append(item);
   }
   if (!messages.length) list.append(element("li", "empty", "no messages in this session yet"));
+}
+
+// --- fork, regenerate, search (history_routes.py) ---
+
+async function forkAt(seq) {
+  try {
+    const { session_id } = await api("POST", sessionPath() + "/fork", { at: seq });
+    say(`forked into ${session_id}`);
+    await loadSessions();
+    await openSession(session_id);
+  } catch (error) {
+    say(error.message, true);
+  }
+}
+
+async function regenerate() {
+  if (busy || !$("agent").value || !$("session").value.trim()) return;
+  clearAnswer();
+  say("regenerating…");
+  await drive("POST", sessionPath() + "/regenerate", {});
+}
+
+async function search(query) {
+  const list = $("hits");
+  list.textContent = "";
+  try {
+    const { hits } = await api("GET", agentPath() + "/search?limit=20&q=" + encodeURIComponent(query));
+    for (const hit of hits) {
+      const button = element("button", "hit", `${hit.session_id} #${hit.seq}: ${hit.snippet}`);
+      button.type = "button";
+      button.addEventListener("click", () => openSession(hit.session_id, hit.seq));
+      const item = element("li");
+      item.append(button);
+      list.append(item);
+    }
+    if (!hits.length) list.append(element("li", "empty", "nothing found"));
+  } catch (error) {
+    say(error.message, true);
+  }
 }
 
 async function loadSessions() {
@@ -274,13 +319,21 @@ async function loadSessions() {
   }
 }
 
-async function openSession(id) {
+async function openSession(id, seq) {
   $("session").value = id;
   clearAnswer();
   try {
     await loadHistory();
   } catch (error) {
     say(error.message, true);
+    return;
+  }
+  if (seq !== undefined) {  // a search hit: show its message
+    const found = $("history").querySelector(`li[data-seq="${Number(seq)}"]`);
+    if (found) {
+      found.classList.add("found");
+      found.scrollIntoView({ block: "center" });
+    }
   }
 }
 
@@ -313,6 +366,11 @@ window.addEventListener("DOMContentLoaded", () => {
   $("agent").addEventListener("change", () => { clearAnswer(); connect(); });
   $("open-session").addEventListener("click", () => openSession($("session").value.trim()));
   $("stop").addEventListener("click", stop);
+  $("regenerate").addEventListener("click", regenerate);
+  $("search").addEventListener("submit", (event) => {
+    event.preventDefault();
+    search($("query").value);
+  });
   $("send").addEventListener("submit", async (event) => {
     event.preventDefault();
     const message = $("message").value;
