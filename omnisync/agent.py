@@ -14,7 +14,7 @@ from .agent_config import AgentConfig
 from .agent_protocol import SessionSummary, SessionsPage
 from .errors import ConfigurationError
 from .model.client import ChatClient
-from .messages import Message
+from .messages import Message, from_chat
 from .model.config import SAMPLING_OPTIONS, ModelConfig
 from .model.extra_body import check_extra_body
 from .prompt import PromptBuilder
@@ -30,7 +30,7 @@ from .storable import MAX_ID_LENGTH
 from .streaming import AgentStream, streams
 from .stores.base import MemoryStore, RunCursor, StoredEvent, run_cursor
 from .summaries import Summarizer
-from .tokens import TokenCounter, default_counter
+from .tokens import TokenCounter, default_counter, message_tokens
 from .tools import ToolRegistry
 from .usage import session_usage
 
@@ -344,6 +344,29 @@ class OmniCoreAgent:
         session_id = _check_session_id(session_id)
         self._summarizer.wait(session_id)
         return [_history_entry(m, True) for m in history_edit.undo(self._store(), self.name, session_id)]
+
+    def add_messages(self, session_id: str, messages: Sequence[dict[str, Any]]) -> list[HistoryMessage]:
+        """Write Chat Completions messages into the session outside any run (items a client adds to
+        a conversation, a tool's result it ran itself); return them with their ``seq``. Their token
+        counts are this agent's; refused with SessionBusyError while a run holds the session."""
+        session_id = _check_session_id(session_id)
+        if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)) or not all(isinstance(m, dict) for m in messages):
+            raise ConfigurationError("messages must be a list of Chat Completions message dicts")
+        for chat in messages:
+            if chat.get("role") == "user":
+                check_content(chat.get("content"))
+        stored = [from_chat(chat, tokens=message_tokens(self.token_counter, chat)) for chat in messages]
+        self._summarizer.wait(session_id)
+        return [_history_entry(m, True) for m in history_edit.add_messages(self._store(), self.name, session_id, stored)] if stored else []
+
+    def delete_message(self, session_id: str, seq: int) -> bool:
+        """Delete the session's message at ``seq`` (a ``seq`` of ``get_session_history(..., include_inactive=True)``);
+        whether there was one. Later messages keep their seqs; refused with SessionBusyError while a run holds the session."""
+        session_id = _check_session_id(session_id)
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            raise ConfigurationError(f"seq must be a message's seq (a whole number), not {seq!r}")
+        self._summarizer.wait(session_id)
+        return history_edit.delete_message(self._store(), self.name, session_id, seq)
 
     def regenerate(self, session_id: str, on_busy: str = "raise", output_type: Any = None) -> RunResult:
         """Undo the session's last run, then run its user message again: a new run with its own

@@ -159,6 +159,13 @@ class OmniCoreAgent(AsyncTwin, blocking=_BlockingOmniCoreAgent):
         blocking: _BlockingOmniCoreAgent = self._blocking
         return blocking
 
+    async def add_messages(self, session_id: str, messages: Sequence[dict[str, Any]]) -> list[HistoryMessage]:
+        """Write Chat Completions messages into the session outside any run (items a client adds to
+        a conversation, a tool's result it ran itself); return them with their ``seq``. Their token
+        counts are this agent's; refused with SessionBusyError while a run holds the session."""
+        result: list[HistoryMessage] = await self._call("add_messages", session_id, messages)
+        return result
+
     async def append_run_events(self, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]) -> int:
         """Keep ``(name, data)`` events of a run (what a server streamed of it), as one write; return the last one's id."""
         result: int = await self._call("append_run_events", run_id, events)
@@ -201,6 +208,12 @@ class OmniCoreAgent(AsyncTwin, blocking=_BlockingOmniCoreAgent):
         A run still going (or paused) in a session cleared is ended cancelled first, so nothing it
         would write afterwards lands in the cleared session; its driver stops with RunConflictError."""
         result: int = await self._call("clear_session_history", session_id)
+        return result
+
+    async def delete_message(self, session_id: str, seq: int) -> bool:
+        """Delete the session's message at ``seq`` (a ``seq`` of ``get_session_history(..., include_inactive=True)``);
+        whether there was one. Later messages keep their seqs; refused with SessionBusyError while a run holds the session."""
+        result: bool = await self._call("delete_message", session_id, seq)
         return result
 
     async def fork_session(self, session_id: str, *, at: int | None = None, new_session_id: str | None = None) -> str:

@@ -19,6 +19,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from . import run_state
@@ -61,25 +63,44 @@ def fork(store: MemoryStore, agent: str, session_id: str, at: int | None, new_se
     return target
 
 
-def undo(store: MemoryStore, agent: str, session_id: str) -> list[Message]:
-    """Mark the last run's messages of the session inactive; return them (oldest first)."""
-    editor = f"undo-{uuid.uuid4().hex}"
+@contextmanager
+def _holding(store: MemoryStore, agent: str, session_id: str, edit: str) -> Iterator[None]:
+    """The session's lease for one edit outside a run: refused (SessionBusyError) while a run holds it."""
+    editor = f"{edit}-{uuid.uuid4().hex}"
     abandoned = run_state.take_session(store, agent, session_id, editor, lease_seconds=EDIT_LEASE_SECONDS)
     if abandoned is not None:
         raise SessionBusyError(
             f"session {session_id!r} is held by run {abandoned.run_id}, whose driver stopped without ending it: "
-            f"cancel it (cancel_run({abandoned.run_id!r})) or run the session once (that closes it), then undo",
+            f"cancel it (cancel_run({abandoned.run_id!r})) or run the session once (that closes it), then {edit}",
             run_id=abandoned.run_id,
         )
     try:
+        yield
+    finally:
+        run_state.release_session(store, agent, session_id, editor)
+
+
+def undo(store: MemoryStore, agent: str, session_id: str) -> list[Message]:
+    """Mark the last run's messages of the session inactive; return them (oldest first)."""
+    with _holding(store, agent, session_id, "undo"):
         tail = _last_turn(store, agent, session_id)
         if not store.deactivate(agent, session_id, first_seq=tail[0].seq, last_seq=tail[-1].seq, expected_count=len(tail)):  # type: ignore[arg-type]
             raise RunConflictError(f"session {session_id!r} changed while its last run was undone (a summary folded it?): nothing was changed; try again")
-    finally:
-        run_state.release_session(store, agent, session_id, editor)
     for message in tail:
         message.status = INACTIVE
     return tail
+
+
+def add_messages(store: MemoryStore, agent: str, session_id: str, messages: list[Message]) -> list[Message]:
+    """Append ``messages`` to the session outside any run, holding its lease (refused while a run holds it)."""
+    with _holding(store, agent, session_id, "add messages"):
+        return store.append(agent, session_id, messages)
+
+
+def delete_message(store: MemoryStore, agent: str, session_id: str, seq: int) -> bool:
+    """Delete the message at ``seq``, holding the session's lease (refused while a run holds it); whether there was one."""
+    with _holding(store, agent, session_id, "delete a message"):
+        return store.delete_message(agent, session_id, seq)
 
 
 def search(

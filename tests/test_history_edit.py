@@ -186,6 +186,29 @@ def test_a_paused_run_refuses_undo_and_is_left_out_of_a_fork(router, name, monke
         assert chat(agent, "p") == [("user", "hi"), ("assistant", "hello")]
 
 
+def test_messages_added_or_deleted_outside_a_run_wait_for_no_run_and_are_refused_while_one_holds_the_session(router, name, monkeypatch):
+    call = {"id": "call-1", "type": "function", "function": {"name": "delete_file", "arguments": json.dumps({"path": "/tmp/x"})}}
+    answers = iter([completion("hello"), completion(None, tool_calls=[call])])
+    install(monkeypatch, lambda body: next(answers))
+    with make_agent(name, router, local_tools=_approval_tools()) as agent:
+        agent.run("hi", session_id="a")
+        added = agent.add_messages("a", [{"role": "user", "content": "a note"}, {"role": "assistant", "content": "noted"}])
+        assert [(m["role"], m["content"]) for m in added] == [("user", "a note"), ("assistant", "noted")]
+        assert [m["seq"] for m in added] == [s for s, _, _ in seqs(agent, "a")][-2:] and all(m["status"] == "active" for m in added)
+        assert agent.delete_message("a", added[0]["seq"]) is True and agent.delete_message("a", added[0]["seq"]) is False
+        assert chat(agent, "a") == [("user", "hi"), ("assistant", "hello"), ("assistant", "noted")]
+        paused = agent.run("delete it", session_id="a")
+        assert paused["status"] == "awaiting_approval"
+        before = seqs(agent, "a")
+        with pytest.raises(SessionBusyError, match="awaiting_approval"):
+            agent.add_messages("a", [{"role": "user", "content": "in the middle of a tool exchange"}])
+        with pytest.raises(SessionBusyError, match="awaiting_approval"):
+            agent.delete_message("a", added[1]["seq"])
+        assert seqs(agent, "a") == before  # nothing written, nothing deleted
+        with pytest.raises(ConfigurationError, match="list of Chat Completions message dicts"):
+            agent.add_messages("a", "not a list")
+
+
 # --- search ---------------------------------------------------------------------------------
 
 CORPUS = {

@@ -1,33 +1,32 @@
-"""``previous_response_id`` naming a response that is not its session's latest: a new session
-that holds the old one up to that response (its messages copied, folded ones and summaries
+"""``previous_response_id`` naming a response that is not its session's latest: a fork of the
+session up to that response (``agent.fork_session``: its messages, folded ones and summaries
 too), so the answer continues from that point and the later turns stay where they were.
 """
 
 from __future__ import annotations
 
 import secrets
-from dataclasses import replace
 
 from ... import aio
-from ..._aio_pool import call as in_thread
-from ...agent import OmniCoreAgent
+from ...errors import ConfigurationError
+from .errors import OpenAIError
 
 
 async def session_at(agent: aio.OmniCoreAgent, session_id: str, run_id: str) -> str:
-    """``session_id`` when ``run_id`` wrote its newest message, else a new session copied up to that run's last message."""
-    return str(await in_thread(_session_at, agent.blocking, session_id, run_id))
-
-
-def _session_at(agent: OmniCoreAgent, session_id: str, run_id: str) -> str:
-    store = agent.memory_router.store
-    newest = store.latest(agent.name, session_id, 1)
-    if not newest or newest[0].run_id == run_id:
+    """``session_id`` when ``run_id`` wrote its newest active message, else a new session forked at that run's last message."""
+    history = await agent.get_session_history(session_id, include_inactive=True)
+    newest = next((m for m in reversed(history) if m.get("status") == "active"), None)
+    if newest is None or newest.get("run_id") == run_id:
         return session_id
-    history = store.history(agent.name, session_id, include_inactive=True)
-    ends = [m.seq for m in history if m.run_id == run_id and m.seq is not None]
+    ends = [m["seq"] for m in history if m.get("run_id") == run_id]
     if not ends:
         return session_id  # the run wrote nothing the session still holds: nothing to branch from
-    copied = [replace(m, seq=None, created_at=None) for m in history if m.seq is not None and m.seq <= max(ends)]
-    branch = f"resp_{secrets.token_hex(16)}"
-    store.append(agent.name, branch, copied)
-    return branch
+    try:
+        return await agent.fork_session(session_id, at=max(ends), new_session_id=f"resp_{secrets.token_hex(16)}")
+    except ConfigurationError as exc:  # its turn was folded into a summary or undone
+        raise OpenAIError(
+            400,
+            f"previous_response_id {run_id!r} cannot be continued from: {exc}. Continue the conversation from its latest response instead",
+            "previous_response_id",
+            "invalid_value",
+        ) from exc

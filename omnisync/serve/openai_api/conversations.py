@@ -15,7 +15,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ... import aio
-from ..._aio_pool import call as in_thread
 from ..bodies import checked_id
 from . import ledger
 from .create_request import metadata
@@ -152,13 +151,12 @@ class Conversations:
         history = await agent.get_session_history(conversation_id, include_inactive=True) if seq is not None else []
         message = next((dict(m) for m in history if m.get("seq") == seq and not m.get("summary")), None)
         shared = [item["id"] for item in items_of(message)] if message is not None else []
-        if item_id not in shared:
+        if seq is None or item_id not in shared:
             raise not_found("item", item_id, "item_id")
         if len(shared) > 1:
             others = ", ".join(i for i in shared if i != item_id)
             raise unsupported("item_id", f"deleting an item that one stored message holds with others ({others}); delete the conversation instead")
-        blocking = agent.blocking
-        await in_thread(blocking.memory_router.store.delete_message, blocking.name, conversation_id, seq)
+        await agent.delete_message(conversation_id, seq)
         return JSONResponse(resource(conversation_id, record))
 
 

@@ -9,10 +9,6 @@ from typing import Any
 from starlette.requests import Request
 
 from ... import aio
-from ..._aio_pool import call as in_thread
-from ...content import check_content
-from ...messages import from_chat
-from ...tokens import message_tokens
 from ..bodies import read_body_json
 from ..runs import RunHub
 from .errors import OpenAIError
@@ -55,10 +51,5 @@ async def append_messages(agent: aio.OmniCoreAgent, session_id: str, chats: Sequ
     input items); return them as history entries with their ``seq``."""
     if not chats:
         return []
-    blocking = agent.blocking
-    for chat in chats:
-        if chat["role"] == "user":
-            check_content(chat["content"])
-    messages = [from_chat(chat, tokens=message_tokens(blocking.token_counter, chat)) for chat in chats]
-    placed = await in_thread(blocking.memory_router.store.append, blocking.name, session_id, messages)
-    return [{**message.to_chat(), "seq": message.seq} for message in placed]
+    written = await agent.add_messages(session_id, chats)
+    return [{key: value for key, value in entry.items() if key not in ("status", "summary", "partial", "run_id")} for entry in written]
