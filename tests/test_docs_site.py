@@ -88,7 +88,7 @@ def test_the_api_reference_shows_omnicoreagent_run_with_its_signature(site):
         heading = page.locator("h3[id='omnisync.OmniCoreAgent.run']")
         expect(heading).to_be_visible()
         signature = page.locator("h3[id='omnisync.OmniCoreAgent.run'] + .doc-signature")
-        expect(signature).to_contain_text("run(message: UserContent, session_id: str | None = None")
+        expect(signature).to_contain_text("run(message: UserContent | None, session_id: str | None = None")
         expect(signature).to_contain_text("-> RunResult")
         assert ":meth:" not in page.inner_text("body")  # docs/hooks/sphinx_roles.py shows a role's name alone
         signature.locator("a", has_text="RunResult").click()  # the signature links its types
