@@ -45,3 +45,11 @@ def test_the_site_includes_the_project_files_rather_than_copying_them():
     for page, source in (("changelog", "CHANGELOG.md"), ("security", "SECURITY.md"), ("contributing", "CONTRIBUTING.md")):
         assert (DOCS / f"{page}.md").read_text(encoding="utf-8") == f'--8<-- "{source}"\n'
         assert "](" not in re.sub(r"\]\(https?://", "", (ROOT / source).read_text(encoding="utf-8")), f"{source}: a relative link breaks in the site"
+
+
+def test_the_readmes_trace_is_the_first_run_of_the_one_the_telemetry_page_prints():
+    """The page's trace is compared with what its code prints (tests/test_docs_snippets.py); the README shows its first run."""
+    fenced = re.compile(r"```text\n(invoke_agent .*?)```", re.S)
+    (shown,) = fenced.findall(README)
+    (printed,) = fenced.findall((ROOT / "docs" / "telemetry.md").read_text(encoding="utf-8"))
+    assert printed.startswith(shown) and shown.count("invoke_agent") == 1
