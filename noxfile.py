@@ -26,7 +26,11 @@ DIST = ROOT / "dist"
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]  # tests/test_packaging.py holds setup.cfg's classifiers to this
 SUITE = ("tests", "cassettes", "examples", "scripts", "bench", ".ci", "setup.cfg", "noxfile.py", "README.md", "ARCHITECTURE.md", "docs", "mkdocs.yml", "CHANGELOG.md", "SECURITY.md", "CONTRIBUTING.md")
 
-SHOW_VERSIONS = "import sys, importlib.metadata as m; print(*(f'{n}=={m.version(n)}' for n in sys.argv[1:]))"
+# What the lowest session installed of each declared floor (an extra it does not install, such as test-agents, shows as absent).
+SHOW_VERSIONS = (
+    "import sys, importlib.metadata as m; have = {d.metadata['Name'].lower().replace('_', '-') for d in m.distributions()}; "
+    "print(*(f'{n}=={m.version(n)}' if n.lower().replace('_', '-') in have else f'{n}: not installed' for n in sys.argv[1:]))"
+)
 
 # pip compiles an installed package's bytecode, uv does not by default: without it, and with
 # PYTHONDONTWRITEBYTECODE set (as on CI's machines), every process the suite starts compiles

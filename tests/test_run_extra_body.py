@@ -41,15 +41,17 @@ def test_a_runs_extra_body_goes_into_each_of_its_model_calls_over_the_configs(mo
 def test_a_paused_run_resumed_by_another_agent_sends_its_extra_body_again(monkeypatch, tmp_path):
     http = install(monkeypatch, scripted_model.answer)
     url = f"sqlite:///{tmp_path}/m.db"
-    first = tool_agent(MemoryRouter("sql", url=url))
-    paused = first.run('use delete_file({"path": "/tmp/x"})', session_id="s1", extra_body=PER_RUN)
-    assert paused["status"] == "awaiting_approval"
-    first.resolve_approval(paused["run_id"], paused["approvals"][0]["id"], approved=True)
-    first.cleanup()
-    second = tool_agent(MemoryRouter("sql", url=url))  # as another process would: nothing shared but the store
-    assert second.resume(paused["run_id"])["response"] == "Done: deleted /tmp/x"
+    with MemoryRouter("sql", url=url) as router:
+        first = tool_agent(router)
+        paused = first.run('use delete_file({"path": "/tmp/x"})', session_id="s1", extra_body=PER_RUN)
+        assert paused["status"] == "awaiting_approval"
+        first.resolve_approval(paused["run_id"], paused["approvals"][0]["id"], approved=True)
+        first.cleanup()
+    with MemoryRouter("sql", url=url) as router:  # as another process would: nothing shared but the store
+        second = tool_agent(router)
+        assert second.resume(paused["run_id"])["response"] == "Done: deleted /tmp/x"
+        second.cleanup()
     assert sent_options(http.sent) == [{"top_k": 5, "min_p": None, "grammar": PER_RUN["grammar"]}] * 2
-    second.cleanup()
 
 
 def test_a_streamed_run_sends_its_extra_body(monkeypatch):

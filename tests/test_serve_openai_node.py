@@ -44,6 +44,7 @@ def test_the_npm_client_holds_a_conversation(node, model_url, sent, tmp_path):  
     finally:
         served.stop()
         router.close()
+        router.close()
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["texts"] == ["echo: my name is Ada", "echo: what is my name?", "echo: and again?"]
