@@ -358,13 +358,10 @@ class RedisStore(MemoryStore):
         return stored[:limit]
 
     def delete_message(self, agent: str, session_id: str, seq: int) -> bool:
-        active, inactive, _ = self._session_keys(agent, session_id)  # one slot: both removals in one transaction
+        active, inactive, _ = self._session_keys(agent, session_id)
         with self._errors():
-            pipe = self.client.pipeline(transaction=True)
-            pipe.zremrangebyscore(active, seq, seq)
-            pipe.zremrangebyscore(inactive, seq, seq)
-            removed = cast("list[int]", pipe.execute())
-        return sum(int(n) for n in removed) > 0  # the seq counter (in meta) stays
+            removed = cast(Any, self.client).execute_command("EVAL", scripts.DELETE_MESSAGE, 2, active, inactive, seq)
+        return int(removed) > 0  # the seq counter (in meta) stays
 
     def clear(self, agent: str, session_id: str | None = None) -> int:
         with self._errors():
