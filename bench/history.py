@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from omnisync.messages import Message
-from omnisync.stores import sql as sql_module
+from omnisync.stores.sql import store as sql_module
 from omnisync.stores.base import MemoryStore
 
 VOCABULARY = 20_000
@@ -81,7 +81,7 @@ def timed(call: Callable[[], Any]) -> float:
 
 def open_store(kind: str, folder: str) -> MemoryStore:
     if kind == "sqlite":
-        from omnisync.stores.sqlite import SQLiteStore
+        from omnisync.stores.sql.sqlite import SQLiteStore
 
         return SQLiteStore(f"sqlite:///{folder}/{uuid.uuid4().hex}.db")
     if kind == "postgres":
@@ -99,7 +99,7 @@ def drop_index(store: MemoryStore) -> None:
     """The baseline store: no FTS5 triggers (SQLite) or GIN index (PostgreSQL), no terms written."""
     import sqlalchemy as sa
 
-    from omnisync.stores import sql_search
+    from omnisync.stores.sql import search as sql_search
 
     with store.engine.begin() as conn:  # type: ignore[attr-defined]
         if conn.dialect.name == "sqlite":
@@ -223,7 +223,7 @@ def _postgres_store() -> MemoryStore:
     """A store on a database of its own (dropped at the end), so no other user's rows are in its tables."""
     import sqlalchemy as sa
 
-    from omnisync.stores.sql import SQLStore
+    from omnisync.stores.sql.store import SQLStore
 
     url = sa.engine.make_url(os.environ["DATABASE_URL_POSTGRES"])
     name = f"bench_history_{uuid.uuid4().hex[:8]}"

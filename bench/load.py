@@ -117,7 +117,7 @@ def _clean(kind: str, router: Any, namespace: str, agent_name: str) -> None:
         return
     store.clear(agent_name)
 
-    from omnisync.stores import sql_schema
+    from omnisync.stores.sql import schema as sql_schema
 
     with store.engine.begin() as conn:
         for table in (sql_schema.runs, sql_schema.run_events, sql_schema.sessions):

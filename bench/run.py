@@ -125,7 +125,7 @@ class Setup:
         from sqlalchemy.engine import make_url
 
         from omnisync.stores.registry import KINDS
-        from omnisync.stores.sql import SQLStore
+        from omnisync.stores.sql.store import SQLStore
 
         url = os.environ.get("DATABASE_URL_POSTGRES")
         if not url:

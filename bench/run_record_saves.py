@@ -23,7 +23,7 @@ import sqlalchemy as sa
 
 from omnisync.messages import utcnow
 from omnisync.run_record import COMPLETED, RunRecord
-from omnisync.stores.sqlite import SQLiteStore
+from omnisync.stores.sql.sqlite import SQLiteStore
 
 DROPPED = ("ix_omnisync_runs_page", "ix_omnisync_runs_by_session")
 

@@ -343,7 +343,7 @@ def clean(kind: str, url: str, prefix: str, agents: list[str]) -> None:
             for key in store.client.scan_iter(match=f"{prefix}:*", count=1000):
                 store.client.delete(key)
             return
-        from omnisync.stores import sql_schema
+        from omnisync.stores.sql import schema as sql_schema
 
         with store.engine.begin() as conn:
             for table in (sql_schema.messages, sql_schema.run_events, sql_schema.runs, sql_schema.sessions):

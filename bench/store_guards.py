@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from omnisync.messages import Message
 from omnisync.stores.in_memory import InMemoryStore
-from omnisync.stores.sql import SQLStore
+from omnisync.stores.sql.store import SQLStore
 
 Row = tuple[str, float, float]
 
@@ -57,7 +57,7 @@ def in_process(rounds: int, calls: int) -> list[Row]:
 def postgres(url: str, rounds: int, calls: int) -> list[Row]:
     import sqlalchemy as sa
 
-    from omnisync.stores import postgres_pooling
+    from omnisync.stores.sql import pooling as postgres_pooling
 
     guarded = SQLStore(url, timeout=30)
     plain_engine = sa.create_engine(url, connect_args=postgres_pooling.connect_args(sa.engine.make_url(url)))

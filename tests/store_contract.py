@@ -869,7 +869,7 @@ def make_old_schema(url: str, version: int) -> None:
     """The tables of schema ``version`` (1, 2 or 3) at ``url``, as those releases made them."""
     import sqlalchemy as sa
 
-    from omnisync.stores import sql_schema
+    from omnisync.stores.sql import schema as sql_schema
 
     old = sa.MetaData()
     for table in (sql_schema.schema_info, sql_schema.sessions) + ((sql_schema.run_events,) if version >= 2 else ()) + ((sql_schema.runs,) if version >= 3 else ()):
@@ -911,7 +911,7 @@ def assert_upgrades(open_store, url: str, version: int) -> None:
     is kept, and opening it with this release upgrades it and records the new version."""
     import sqlalchemy as sa
 
-    from omnisync.stores import sql_schema
+    from omnisync.stores.sql import schema as sql_schema
 
     made = utcnow() - timedelta(minutes=5)
     old_records = [

@@ -288,7 +288,7 @@ def _postgres_router():
 
 def _forget_postgres(router, agent):
     """clear_session_history() keeps each session's seq counter (so seq never goes back): drop ours."""
-    from omnisync.stores import sql_schema
+    from omnisync.stores.sql import schema as sql_schema
 
     with router.blocking.store.engine.begin() as conn:
         conn.execute(sql_schema.sessions.delete().where(sql_schema.sessions.c.agent == agent))

@@ -14,8 +14,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from backends import fresh_database, postgres_url
-from omnisync.stores.sql import SQLStore
-from omnisync.stores.sqlite import SQLiteStore
+from omnisync.stores.sql.store import SQLStore
+from omnisync.stores.sql.sqlite import SQLiteStore
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.append(str(BENCH))  # the bench's modules import each other by name

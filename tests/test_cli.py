@@ -23,7 +23,7 @@ from omnisync.messages import Message, utcnow
 from omnisync.router import MemoryRouter
 from omnisync.run_record import AWAITING_APPROVAL, RunRecord
 from omnisync.stores.registry import KINDS
-from omnisync.stores.sql import SQLStore
+from omnisync.stores.sql.store import SQLStore
 from transfer_helpers import AGENT, fill, seqs, snapshot
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from omnisync.messages import Message
-from omnisync.stores.sql import SQLStore
+from omnisync.stores.sql.store import SQLStore
 from test_cli import cli, environment
 
 AGENT = "helper"

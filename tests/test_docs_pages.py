@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from omnisync.stores.sql_schema import SCHEMA_VERSION
+from omnisync.stores.sql.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from omnisync import MemoryRouter
-from omnisync.stores import sql as sql_module
-from omnisync.stores.sql import SQLStore
+from omnisync.stores.sql import store as sql_module
+from omnisync.stores.registry import KINDS
 from agent_helpers import echo, make_agent
 import backends
 from backends import forget_agent, postgres_url, unreachable
@@ -69,7 +69,7 @@ class RoundTrips:
 def store():
     url = postgres_url()
     try:
-        store = SQLStore.from_url(url)  # what a PostgreSQL URL opens: PostgresStore on psycopg 3
+        store = KINDS["sql"].build(url, {})  # what a PostgreSQL URL opens: PostgresStore on psycopg 3
     except Exception as exc:  # noqa: BLE001 - unreachable: skip, or fail in CI
         unreachable("PostgreSQL", str(exc).splitlines()[0])
     agent = f"{AGENT}-trips-{uuid.uuid4().hex[:8]}"

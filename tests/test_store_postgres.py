@@ -12,9 +12,9 @@ import sqlalchemy as sa
 from omnisync.errors import StoreError
 from omnisync.messages import utcnow
 from omnisync.run_record import RunRecord
-from omnisync.stores.postgres import PostgresStore
-from omnisync.stores import sql_schema
-from omnisync.stores.sql import SQLStore
+from omnisync.stores.sql.postgres import PostgresStore
+from omnisync.stores.sql import schema as sql_schema
+from omnisync.stores.sql.store import SQLStore
 import backends
 from backends import fresh_database, pgbouncer_url, postgres_url, unreachable
 from store_contract import AGENT, SharedStoreContract, assert_upgrades, make_old_schema, user

@@ -99,7 +99,7 @@ def test_a_backend_is_its_module_and_one_registry_entry(shelf, monkeypatch, caps
 
 def test_every_function_an_entry_names_can_be_loaded():
     for kind in KINDS.values():
-        references = [kind.store, *kind.store_for_scheme.values(), kind.client_accepts, kind.check_url, kind.open_existing, kind.doctor]
+        references = [kind.store, kind.store_for_url, kind.client_accepts, kind.check_url, kind.open_existing, kind.doctor]
         for reference in filter(None, references):
             assert callable(load(reference)), reference
         assert kind.store_class().kind == kind.name  # type: ignore[attr-defined]
@@ -107,11 +107,14 @@ def test_every_function_an_entry_names_can_be_loaded():
 
 
 def test_a_sqlite_url_opens_the_subclass_the_registry_names(tmp_path):
-    from omnisync.stores.sqlite import SQLiteStore
+    from omnisync.stores.sql.sqlite import SQLiteStore
 
     url = f"sqlite:///{tmp_path / 'memory.db'}"
     assert KINDS["sql"].store_class(url) is SQLiteStore
-    assert KINDS["sql"].store_class("postgresql+psycopg://u@h/db") is load(KINDS["sql"].store)
+    from omnisync.stores.sql.postgres import PostgresStore
+
+    assert KINDS["sql"].store_class("postgresql+psycopg://u@h/db") is PostgresStore  # the driver's subclass
+    assert KINDS["sql"].store_class("postgresql+psycopg2://u@h/db") is load(KINDS["sql"].store)
     with MemoryRouter("sql", url=url) as router:
         assert type(router.store) is SQLiteStore
 
@@ -165,7 +168,7 @@ def test_the_stores_reach_no_module_that_imports_the_stores_back():
     """The folder loop stores -> store_options -> stores.registry, and the file circle sql <-> sqlite."""
     files = _module_files()
     graph = {name: {m for m in _imports(path) if m in files and m != name} for name, path in files.items()}
-    assert "omnisync.stores.sqlite" not in {m for path in [files["omnisync.stores.sql"]] for m in _imports(path)}
+    assert "omnisync.stores.sql.sqlite" not in {m for path in [files["omnisync.stores.sql.store"]] for m in _imports(path)}
 
     def reaches_stores(start: str) -> list[str] | None:
         paths, todo = {start: [start]}, [start]

@@ -14,9 +14,9 @@ import sqlalchemy as sa
 
 from omnisync import MemoryRouter
 from omnisync.errors import ConfigurationError, StoreError
-from omnisync.stores.sql import SQLStore
-from omnisync.stores.sqlite import SQLiteStore
-from omnisync.stores import sql_schema
+from omnisync.stores.sql.store import SQLStore
+from omnisync.stores.sql.sqlite import SQLiteStore
+from omnisync.stores.sql import schema as sql_schema
 from store_contract import AGENT, SharedStoreContract, StoreContract, assert_upgrades, make_old_schema, user
 
 

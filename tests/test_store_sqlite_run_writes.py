@@ -7,7 +7,7 @@ import pytest
 from omnisync.errors import RunConflictError
 from omnisync.messages import utcnow
 from omnisync.run_record import COMPLETED, RunRecord
-from omnisync.stores.sqlite import SQLiteStore
+from omnisync.stores.sql.sqlite import SQLiteStore
 from store_contract import AGENT, contents, reply, user
 
 

@@ -86,7 +86,7 @@ def test_the_waits_reach_each_driver():
 def test_a_statement_on_postgres_is_bounded_by_the_timeout():
     import sqlalchemy as sa
 
-    from omnisync.stores.sql import create_engine
+    from omnisync.stores.sql.store import create_engine
 
     engine = create_engine(backends.postgres_url(), 2, 7)
     try:

@@ -6,8 +6,8 @@ import pytest
 
 from omnisync.stores.base import MemoryStore
 from omnisync.stores.registry import KINDS
-from omnisync.stores.postgres import PostgresStore
-from omnisync.stores.sqlite import SQLiteStore
+from omnisync.stores.sql.postgres import PostgresStore
+from omnisync.stores.sql.sqlite import SQLiteStore
 
 # Every kind the registry declares, and the subclasses a SQLite and a PostgreSQL URL open.
 BACKENDS = [kind.store_class() for kind in KINDS.values()] + [SQLiteStore, PostgresStore]

@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from omnisync.messages import Message
 from omnisync.stores.in_memory import InMemoryStore
-from omnisync.stores.sql import SQLStore
-from omnisync.stores.sqlite import SQLiteStore
+from omnisync.stores.sql.store import SQLStore
+from omnisync.stores.sql.sqlite import SQLiteStore
 
 plain = st.builds(lambda role, tokens: [Message(role=role, content="x", tokens=tokens)], st.sampled_from(["user", "assistant"]), st.integers(1, 50))
 

@@ -22,7 +22,7 @@ POSTGRES_NEEDS = "psycopg 3's oldest; the statements alone need 9.5, for INSERT 
 
 
 def check_postgres(report: Report, url: str, timeout: float) -> None:
-    from ..stores.sql import create_engine
+    from ..stores.sql.store import create_engine
 
     parsed = sa.engine.make_url(url)
     where = f"{parsed.host or 'the local socket'}:{parsed.port or 5432}"

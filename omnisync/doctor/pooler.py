@@ -21,7 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..stores.postgres_pooling import STATEMENT_POOLING_FIX, STATEMENT_POOLING_WHY, statement_pooling_refusal
+from ..stores.sql.pooling import STATEMENT_POOLING_FIX, STATEMENT_POOLING_WHY, statement_pooling_refusal
 from .report import FAIL, OK, WARN, Report
 
 _TIMEOUT_FIX = "ALTER ROLE {user} SET statement_timeout = '30s' (the pooler's server connections take it), or set query_timeout in pgbouncer.ini"

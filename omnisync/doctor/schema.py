@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..stores import sql_schema
+from ..stores.sql import schema as sql_schema
 from .report import FAIL, OK, WARN, Report
 
 

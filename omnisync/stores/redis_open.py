@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import StoreError
 from ..redact import redact_url
 from .base import MemoryStore
-from .sql_open import NOT_CREATED, first_line
+from .sql.open import NOT_CREATED, first_line
 
 
 def client_accepts(name: str, value: Any) -> bool:

@@ -15,7 +15,7 @@ table imports no driver.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,7 @@ class StoreKind:
 
     name: str
     store: str  # "module:Class" a URL of this kind opens
-    store_for_scheme: Mapping[str, str] = field(default_factory=dict)  # a scheme's own subclass, "module:Class"
+    store_for_url: str | None = None  # "module:function(url)": the "module:Class" of the subclass a URL opens, or None
     environment: str | None = None  # the variable a URL is read from when none is given
     settings: tuple[str, ...] = ()  # the other variables its store reads
     example_url: str | None = None
@@ -61,9 +61,9 @@ class StoreKind:
         return _env.variable(self.environment) if self.environment else None
 
     def store_class(self, url: str | None = None) -> type[MemoryStore]:
-        """The class ``url`` opens: its scheme's own subclass if the entry names one."""
-        scheme = _scheme(url).split("+", 1)[0] if url else ""
-        store_class: type[MemoryStore] = load(self.store_for_scheme.get(scheme, self.store))
+        """The class ``url`` opens: the subclass the entry's ``store_for_url`` names for it, if any."""
+        subclass = load(self.store_for_url)(url) if url and self.store_for_url else None
+        store_class: type[MemoryStore] = load(subclass or self.store)
         return store_class
 
     def build(self, url: str | None, options: dict[str, Any]) -> MemoryStore:
@@ -96,13 +96,13 @@ KINDS: dict[str, StoreKind] = {
         StoreKind("in_memory", "omnisync.stores.in_memory:InMemoryStore", schemes=("memory", "in_memory", "in-memory"), takes_options=False),
         StoreKind(
             "sql",
-            "omnisync.stores.sql:SQLStore",
-            store_for_scheme={"sqlite": "omnisync.stores.sqlite:SQLiteStore"},
+            "omnisync.stores.sql.store:SQLStore",
+            store_for_url="omnisync.stores.sql.open:store_for_url",
             environment="DATABASE_URL",
             example_url="sqlite:///./memory.db",
             schemes=("sqlite", "postgresql", "postgres"),
-            check_url="omnisync.stores.sql_open:check_url",
-            open_existing="omnisync.stores.sql_open:open_existing",
+            check_url="omnisync.stores.sql.open:check_url",
+            open_existing="omnisync.stores.sql.open:open_existing",
             doctor="omnisync.doctor.on_sql:check_sql",
             extra="postgres",
         ),

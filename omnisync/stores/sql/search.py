@@ -23,10 +23,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..messages import ACTIVE, INACTIVE, Message
-from ..search.hits import Found
-from ..search.terms import message_terms
-from . import sql_schema as schema
+from ...messages import ACTIVE, INACTIVE, Message
+from ...search.hits import Found
+from ...search.terms import message_terms
+from . import schema
 
 FTS_TABLE = "omnisync_messages_fts"
 GIN_INDEX = "ix_omnisync_messages_terms"

@@ -2,7 +2,7 @@
 
 A connection the server dropped while it rested in the pool (a restart, a failover,
 ``pg_terminate_backend``) is found before use when the server said goodbye (see
-``sql._ping_when_idle``); one dropped between that check and the statement fails the statement.
+``store._ping_when_idle``); one dropped between that check and the statement fails the statement.
 Saving the record again is safe because a save is a compare-and-set: if the first attempt
 landed before the link died, the second meets the version the first wrote, and the stored
 record is then compared with the one saved. Appends are never retried: a second append of
@@ -13,16 +13,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 from sqlalchemy.exc import DBAPIError
 
-from .._logging import logger
-from ..errors import RunConflictError, StoreError
-from ..run_record import RunRecord
+from ..._logging import logger
+from ...errors import RunConflictError, StoreError
+from ...run_record import RunRecord
 
-if TYPE_CHECKING:
-    from .sql import SQLStore
+
+
+class _Saving(Protocol):
+    def _describe(self) -> str: ...
+
+    def load_run(self, agent: str, run_id: str) -> RunRecord | None: ...
+
 
 Save = TypeVar("Save", bound=Callable[..., RunRecord])
 
@@ -36,7 +41,7 @@ def saved_again_on_a_fresh_connection(save: Save) -> Save:
     """``save`` (a store's save_run), made once more if its connection was lost."""
 
     @functools.wraps(save)
-    def save_once_more_if_lost(store: SQLStore, record: RunRecord, expected_version: int | None) -> RunRecord:
+    def save_once_more_if_lost(store: _Saving, record: RunRecord, expected_version: int | None) -> RunRecord:
         try:
             return save(store, record, expected_version)
         except StoreError as exc:

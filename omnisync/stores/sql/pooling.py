@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._logging import logger
+from ..._logging import logger
 
 from sqlalchemy import event  # imported by sql.py only, after it has named a missing extra
 from sqlalchemy.engine import URL, Engine

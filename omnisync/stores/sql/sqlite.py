@@ -19,11 +19,11 @@ from typing import Any, TypeVar, cast
 
 from sqlalchemy.pool import StaticPool
 
-from ..errors import StoreError
-from ..messages import Message
-from ..run_record import RunRecord
-from .base import run_conflict
-from .sql import (
+from ...errors import StoreError
+from ...messages import Message
+from ...run_record import RunRecord
+from ..base import run_conflict
+from .store import (
     INSERT_MESSAGE,
     INSERT_RUN,
     LATEST,
@@ -68,7 +68,7 @@ class SQLiteStore(SQLStore):
         super().__init__(url, **options)
         if self.engine.dialect.name != "sqlite":
             self.close()
-            raise StoreError(f"SQLiteStore opens SQLite databases, not {self.engine.dialect.name}: use SQLStore.from_url")
+            raise StoreError(f"SQLiteStore opens SQLite databases, not {self.engine.dialect.name}: open it with MemoryRouter(\"sql\", url=...)")
         self._latest = Prepared(LATEST, self)
         self._latest_before = Prepared(LATEST_BEFORE, self)
         self._upsert_counter_sql = Prepared(UPSERT_COUNTER["sqlite"], self)

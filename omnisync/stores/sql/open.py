@@ -4,15 +4,16 @@ store opened only if it is already there (a file, or a database that holds omnis
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ConfigurationError, StoreError
-from ..redact import redact_url
-from .base import MemoryStore
+from ...errors import ConfigurationError, StoreError
+from ...redact import redact_url
+from ..base import MemoryStore
 
 _FORMS = (
     "sqlite:///relative/path.db, sqlite:////absolute/path.db, sqlite:///:memory: "
@@ -22,6 +23,20 @@ _FORMS = (
 _URL_START = re.compile(r"[\w+]+://")
 
 NOT_CREATED = "reading never creates one"
+
+SQLITE_STORE = "omnisync.stores.sql.sqlite:SQLiteStore"
+POSTGRES_STORE = "omnisync.stores.sql.postgres:PostgresStore"
+
+
+def store_for_url(url: str) -> str | None:
+    """The subclass ``url`` opens: SQLite's own, or PostgreSQL's when the URL's engine runs on
+    psycopg 3 (what the postgres extra installs); None leaves the plain SQL store (psycopg2)."""
+    dialect, _, driver = url.split("://", 1)[0].lower().partition("+")
+    if dialect == "sqlite":
+        return SQLITE_STORE
+    if dialect == "postgresql" and (driver == "psycopg" or (not driver and importlib.util.find_spec("psycopg") is not None)):
+        return POSTGRES_STORE
+    return None
 
 
 def check_url(url: str) -> None:
@@ -53,8 +68,8 @@ def open_existing(url: str, options: dict[str, Any], build: Callable[..., Memory
     import sqlalchemy as sa
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-    from . import postgres_pooling
-    from .sql_schema import schema_info
+    from . import pooling as postgres_pooling
+    from .schema import schema_info
 
     try:
         parsed = sa.engine.make_url(url)

@@ -30,13 +30,13 @@ from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .._logging import logger
-from ..errors import MissingDependencyError, StoreError
-from ..messages import ACTIVE, INACTIVE, Message, utcnow
-from ..run_record import FINISHED_STATUSES, RUN, RunRecord
-from ..search.terms import message_terms
-from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from .base import (
+from ..._logging import logger
+from ...errors import MissingDependencyError, StoreError
+from ...messages import ACTIVE, INACTIVE, Message, utcnow
+from ...run_record import FINISHED_STATUSES, RUN, RunRecord
+from ...search.terms import message_terms
+from ..registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
+from ..base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
     MemoryStore,
@@ -63,11 +63,13 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
         "Install it with: pip install 'omnisync[postgres]'"
     ) from _missing
 
-from . import call_deadline, postgres_pooling, sql_search
-from . import sql_schema as schema
-from .sql_retry import saved_again_on_a_fresh_connection
-from . import copy_by_replay
-from ..search.hits import Found
+from . import pooling as postgres_pooling, search as sql_search
+
+from .. import call_deadline
+from . import migrations, schema
+from .retry import saved_again_on_a_fresh_connection
+from .. import copy_by_replay
+from ...search.hits import Found
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # A row of content parts keeps them as JSON text in ``content`` and says so in ``metadata``
@@ -181,13 +183,8 @@ class SQLStore(MemoryStore):
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> "SQLStore":
-        """This class on ``url``, or PostgreSQL's subclass when the URL's engine runs on psycopg 3 (a
-        driver's choice; ``MemoryRouter("sql")`` opens a SQLite URL as :class:`~omnisync.stores.sqlite.SQLiteStore`,
-        the registry's choice)."""
-        if cls is SQLStore and _on_psycopg(make_url(url)):
-            from .postgres import PostgresStore
-
-            return PostgresStore(url, **options)
+        """This class on ``url``. Which class a URL opens (SQLite's or PostgreSQL's subclass) is the
+        registry's choice: ``KINDS["sql"].store_class(url)``."""
         return cls(url, **options)
 
     # --- transactions ---------------------------------------------------------------
@@ -219,24 +216,7 @@ class SQLStore(MemoryStore):
         with self._tx(write=True) as conn:
             if self._is_postgres:
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(7301931)"))
-            schema.metadata.create_all(conn)
-            version = conn.execute(sa.select(schema.schema_info.c.version)).scalar()
-            if version is None or version >= 4:
-                sql_search.ensure_search_index(conn)
-            if version is None:
-                conn.execute(schema.schema_info.insert().values(id=1, version=schema.SCHEMA_VERSION))
-            elif version > schema.SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self._describe()} holds schema version {version}, newer than this omnisync "
-                    f"understands ({schema.SCHEMA_VERSION}): upgrade omnisync."
-                )
-            elif version < schema.SCHEMA_VERSION:  # create_all above added the tables it lacked
-                if version < 3:
-                    upgrade_runs_to_3(conn)
-                if version < 4:
-                    sql_search.upgrade_messages_to_4(conn)
-                conn.execute(schema.schema_info.update().values(version=schema.SCHEMA_VERSION))
-                logger.info("%s: schema upgraded from version %s to %s", self._describe(), version, schema.SCHEMA_VERSION)
+            migrations.bring_up_to_date(conn, self._describe())
 
     # --- messages -------------------------------------------------------------------
 
@@ -685,30 +665,6 @@ def _load_lease_statement(dialect: str) -> Any:
     )
 
 
-def upgrade_runs_to_3(conn: Connection) -> None:
-    """Schema 2 (or 1) to 3: each run row gains ``kind``, as its record's JSON says, and the
-    indexes that pages of runs read in order replace the one of schema 2. Inside the caller's transaction."""
-    table = schema.runs
-    conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN kind VARCHAR(16) DEFAULT '{RUN}' NOT NULL"))
-    # A run's compact JSON holds this text; what lacks it is a lease, a claim, or a record
-    # written before records carried their kind, which its JSON then settles.
-    maybe_not_runs = sa.select(table.c.agent, table.c.run_id, table.c.data).where(table.c.data.not_like(f'%"kind":"{RUN}"%'))
-    kinds = [
-        {"key_agent": agent, "key_run_id": run_id, "kind": kind}
-        for agent, run_id, data in conn.execute(maybe_not_runs)
-        if (kind := json.loads(data).get("kind", RUN)) != RUN
-    ]
-    if kinds:
-        conn.execute(
-            table.update().where(table.c.agent == sa.bindparam("key_agent"), table.c.run_id == sa.bindparam("key_run_id")).values(kind=sa.bindparam("kind")),
-            kinds,
-        )
-    for name in schema.RUNS_INDEXES_BEFORE_3:
-        conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
-    for index in table.indexes:
-        index.create(conn, checkfirst=True)
-
-
 def run_values(saved: RunRecord) -> dict[str, Any]:
     """A run record's column values, named as INSERT_RUN and UPDATE_RUN bind them."""
     return {
@@ -795,13 +751,6 @@ def _said_something(dbapi_connection: Any) -> bool:
         return bool(select.select([dbapi_connection.fileno()], [], [], 0)[0])
     except Exception:  # noqa: BLE001 - no socket to look at (the driver's "connection closed"): the ping decides
         return True
-
-
-def _on_psycopg(url: Any) -> bool:
-    """Whether a PostgreSQL URL's engine would run on psycopg 3 (what the postgres extra installs)."""
-    if url.get_backend_name() != "postgresql":
-        return False
-    return bool(url.drivername == "postgresql+psycopg" or (url.drivername == "postgresql" and importlib.util.find_spec("psycopg")))
 
 
 def _postgres_driver() -> str:

@@ -15,12 +15,12 @@ from sqlalchemy import (
     Text,
 )
 
-from ..run_record import RUN
+from ...run_record import RUN
 
 SCHEMA_VERSION = 4
 """1: sessions, messages, runs. 2: run_events. 3: runs.kind, and the indexes pages of runs
-read by (:func:`omnisync.stores.sql.upgrade_runs_to_3`). 4: messages.terms and its full-text
-index (:func:`omnisync.stores.sql_search.upgrade_messages_to_4`). An older database is upgraded when opened."""
+read by (:func:`omnisync.stores.sql.migrations.upgrade_runs_to_3`). 4: messages.terms and its full-text
+index (:func:`omnisync.stores.sql.search.upgrade_messages_to_4`). An older database is upgraded when opened, by ``migrations.py``."""
 
 metadata: MetaData = MetaData()
 

@@ -14,12 +14,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import psycopg  # imported by SQLStore.from_url only when psycopg 3 is there
+import psycopg  # this module is loaded only for a URL whose engine runs on psycopg 3 (open.store_for_url)
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..errors import StoreError
-from . import postgres_pooling
-from .sql import APPEND, LATEST, LATEST_BEFORE, SQLStore
+from ...errors import StoreError
+from . import pooling as postgres_pooling
+from .store import APPEND, LATEST, LATEST_BEFORE, SQLStore
 
 
 class Compiled:
@@ -38,7 +38,7 @@ class PostgresStore(SQLStore):
         super().__init__(url, **options)
         if self.engine.dialect.name != "postgresql" or self.engine.dialect.driver != "psycopg":
             self.close()
-            raise StoreError(f"PostgresStore runs on psycopg 3, not {self.engine.dialect.name}+{self.engine.dialect.driver}: use SQLStore.from_url")
+            raise StoreError(f"PostgresStore runs on psycopg 3, not {self.engine.dialect.name}+{self.engine.dialect.driver}: open it with MemoryRouter(\"sql\", url=...)")
         self._compiled = {id(statement): Compiled(statement, self) for statement in (LATEST, LATEST_BEFORE, APPEND)}
 
     def _rows_of(self, statement: Any, params: dict[str, Any], write: bool = False) -> Sequence[Any]:
