@@ -87,10 +87,10 @@ def open_store(kind: str, folder: str) -> MemoryStore:
     if kind == "postgres":
         return _postgres_store()
     if kind == "redis":
-        from omnisync.stores.redis_store import RedisStore
+        from omnisync.stores.redis.store import RedisStore
 
         return RedisStore.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), prefix=f"bench-{uuid.uuid4().hex[:8]}")
-    from omnisync.stores.mongo import MongoStore
+    from omnisync.stores.mongo.store import MongoStore
 
     return MongoStore.from_url(os.environ.get("MONGODB_URI", "mongodb://127.0.0.1:27017/"), db_name=f"bench_{uuid.uuid4().hex[:8]}")
 

@@ -147,7 +147,7 @@ def forget_agent(kind: str, url: str, agent: str) -> None:
 
 
 def _forget_redis(url: str, agent: str) -> None:
-    from omnisync.stores.redis_store import RedisStore
+    from omnisync.stores.redis.store import RedisStore
 
     with RedisStore.from_url(url, prefix="omnisync") as store:
         stem = store._agent_stem(agent)  # on a cluster, "omnisync:{a:A}"; sessions are "omnisync:{a:A:s:S}"

@@ -368,7 +368,7 @@ def test_copy_sqlite_to_sqlite_verifies_counts(env, db, tmp_path):
 
 def test_copy_sqlite_to_redis(env, db):
     redis = pytest.importorskip("redis")
-    from omnisync.stores.redis_store import RedisStore
+    from omnisync.stores.redis.store import RedisStore
 
     url = backends.redis_url()
     prefix = f"omnisync-cli-test-{uuid.uuid4().hex}"
@@ -391,7 +391,7 @@ def test_copy_sqlite_to_redis(env, db):
 
 def test_copy_sqlite_to_mongodb(env, db):
     pymongo = pytest.importorskip("pymongo")
-    from omnisync.stores.mongo import MongoStore
+    from omnisync.stores.mongo.store import MongoStore
 
     uri = backends.mongodb_uri()
     db_name = f"omnisync_cli_test_{uuid.uuid4().hex[:12]}"
@@ -594,7 +594,7 @@ def test_version(env):
 def mongodb_named_in_url():
     """A filled store in a database the URL names, and a decoy (``MONGODB_DB_NAME``) holding the same sessions."""
     pymongo = pytest.importorskip("pymongo")
-    from omnisync.stores.mongo import MongoStore
+    from omnisync.stores.mongo.store import MongoStore
 
     base = backends.mongodb_uri().rstrip("/")
     named, decoy = (f"omnisync_cli_{what}_{uuid.uuid4().hex[:12]}" for what in ("url", "env"))
@@ -620,7 +620,7 @@ def mongodb_named_in_url():
 )
 def test_reading_commands_read_the_mongodb_database_the_url_names(mongodb_named_in_url, args):
     url, named, decoy = mongodb_named_in_url
-    from omnisync.stores.mongo import MongoStore
+    from omnisync.stores.mongo.store import MongoStore
 
     with MongoStore.from_url(url) as store:
         store.append(AGENT, "only-in-url", [Message(role="user", content="here")])
@@ -637,7 +637,7 @@ def test_reading_commands_read_the_mongodb_database_the_url_names(mongodb_named_
 
 def test_clear_deletes_in_the_mongodb_database_the_url_names_not_mongodb_db_name(mongodb_named_in_url):
     url, named, decoy = mongodb_named_in_url
-    from omnisync.stores.mongo import MongoStore
+    from omnisync.stores.mongo.store import MongoStore
 
     result = cli("clear", "s2", "--agent", AGENT, "--url", url, env=environment(MONGODB_DB_NAME=decoy))
     assert result.returncode == 0, result.stderr
@@ -649,7 +649,7 @@ def test_clear_deletes_in_the_mongodb_database_the_url_names_not_mongodb_db_name
 
 def test_copy_from_reads_the_mongodb_database_the_url_names(mongodb_named_in_url, tmp_path):
     url, named, decoy = mongodb_named_in_url
-    from omnisync.stores.mongo import MongoStore
+    from omnisync.stores.mongo.store import MongoStore
 
     target = f"sqlite:///{tmp_path / 'copy.db'}"
     result = cli("copy", "--from", url, "--to", target, env=environment(MONGODB_DB_NAME=f"{decoy}_absent"))

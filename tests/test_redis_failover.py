@@ -97,7 +97,7 @@ def _master_holding(ports: list[int], store, session: str) -> int:
 
 def test_a_killed_master_fails_over_and_the_store_works_again(own_cluster, record_property):
     from omnisync.errors import StoreError
-    from omnisync.stores.redis_store import RedisStore
+    from omnisync.stores.redis.store import RedisStore
 
     ports, nodes = own_cluster
     store = RedisStore.from_url(

@@ -12,8 +12,8 @@ import backends
 from omnisync.errors import ConfigurationError, RunConflictError, StoreError
 from omnisync.messages import Message, utcnow
 from omnisync.run_record import COMPLETED, RunRecord
-from omnisync.stores import mongo
-from omnisync.stores.mongo import MongoStore
+from omnisync.stores.mongo import documents, indexes, store as mongo_store
+from omnisync.stores.mongo.store import MongoStore
 from store_contract import AGENT, SharedStoreContract, contents, summary_message, user
 
 TIMEOUT_MS = 2000
@@ -221,17 +221,17 @@ class TestMongoStore(SharedStoreContract):
 
     def test_indexes_exist(self, store):
         messages = {ix["name"]: ix for ix in store.messages.list_indexes()}
-        seq = messages[mongo.SEQ_INDEX]
+        seq = messages[indexes.SEQ_INDEX]
         assert list(seq["key"].items()) == [("agent", 1), ("session_id", 1), ("seq", 1)] and seq["unique"] is True
-        assert list(messages[mongo.WINDOW_INDEX]["key"].items()) == [("agent", 1), ("session_id", 1), ("status", 1), ("seq", 1)]
+        assert list(messages[indexes.WINDOW_INDEX]["key"].items()) == [("agent", 1), ("session_id", 1), ("status", 1), ("seq", 1)]
         runs = {ix["name"]: ix for ix in store.runs.list_indexes()}
-        run = runs[mongo.RUN_INDEX]
+        run = runs[indexes.RUN_INDEX]
         assert list(run["key"].items()) == [("agent", 1), ("run_id", 1), ("version", 1)] and run["unique"] is True
-        assert list(runs[mongo.RUN_PAGE_INDEX]["key"].items()) == [("agent", 1), ("created_at", 1), ("run_id", 1), ("version", -1)]
+        assert list(runs[indexes.RUN_PAGE_INDEX]["key"].items()) == [("agent", 1), ("created_at", 1), ("run_id", 1), ("version", -1)]
         if store.expires_runs_itself:
-            assert runs[mongo.RUN_TTL_INDEX]["expireAfterSeconds"] == 0
+            assert runs[indexes.RUN_TTL_INDEX]["expireAfterSeconds"] == 0
         else:  # FerretDB v1: "Index option expireAfterSeconds is not implemented yet"
-            assert store.expires_runs_itself is False and mongo.RUN_TTL_INDEX not in runs
+            assert store.expires_runs_itself is False and indexes.RUN_TTL_INDEX not in runs
 
     def test_indexes_are_created_idempotently(self, store, store_opener):
         store.ensure_indexes()
@@ -254,7 +254,7 @@ class TestMongoStore(SharedStoreContract):
             assert command["filter"] == {"agent": AGENT, "session_id": "s", "status": "active"}
         else:
             winning = str(plan["queryPlanner"]["winningPlan"])
-            assert "IXSCAN" in winning and mongo.WINDOW_INDEX in winning and "'SORT'" not in winning, winning
+            assert "IXSCAN" in winning and indexes.WINDOW_INDEX in winning and "'SORT'" not in winning, winning
 
     # --- folds --------------------------------------------------------------------------
 
@@ -338,14 +338,14 @@ class TestMongoStore(SharedStoreContract):
     def test_a_listing_reads_the_newest_version_only(self, store, listed):
         saved = store.save_run(_run(status="running"), None)
         newer = saved.evolve(status="awaiting_approval", version=2)
-        store.runs.insert_one(mongo._run_document(newer))  # a save whose clean-up has not run
+        store.runs.insert_one(documents.run_document(newer))  # a save whose clean-up has not run
         read = getattr(store, listed)
         assert read(AGENT, status="running") == []
         assert read(AGENT) == [newer] == read(AGENT, status="awaiting_approval")
 
     def test_a_page_of_runs_reads_the_collection_a_bounded_step_at_a_time(self, store, monkeypatch):
         runs = self._paged_runs(store)  # four records to a run: three of other kinds
-        monkeypatch.setattr(mongo, "RUNS_PAGE_SCAN", 5)
+        monkeypatch.setattr(mongo_store, "RUNS_PAGE_SCAN", 5)
         limits = []
         real_find = store.runs.find
         monkeypatch.setattr(store, "runs", type("Runs", (), {"find": lambda _, *a, **kw: _Limits(real_find(*a, **kw), limits)})())

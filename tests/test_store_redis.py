@@ -18,8 +18,8 @@ import backends  # noqa: E402
 from omnisync.errors import ConfigurationError, MissingDependencyError, RunConflictError, StoreError  # noqa: E402
 from omnisync.messages import Message, utcnow  # noqa: E402
 from omnisync.run_record import COMPLETED, RunRecord  # noqa: E402
-from omnisync.stores import redis_store  # noqa: E402
-from omnisync.stores.redis_store import RedisStore  # noqa: E402
+from omnisync.stores.redis import store as redis_store  # noqa: E402
+from omnisync.stores.redis.store import RedisStore  # noqa: E402
 from store_contract import AGENT, SharedStoreContract, contents, summary_message, user  # noqa: E402
 
 pytestmark = pytest.mark.backend("redis")
@@ -482,6 +482,6 @@ def test_a_cluster_that_cannot_be_reached_is_a_store_error():
 
 def test_without_redis_installed_the_import_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "redis", None)
-    monkeypatch.delitem(sys.modules, "omnisync.stores.redis_store")
+    monkeypatch.delitem(sys.modules, "omnisync.stores.redis.store")
     with pytest.raises(MissingDependencyError, match=r"pip install 'omnisync\[redis\]'"):
-        importlib.import_module("omnisync.stores.redis_store")
+        importlib.import_module("omnisync.stores.redis.store")

@@ -4,7 +4,7 @@ import pytest
 
 from omnisync import MemoryRouter
 from omnisync.errors import ConfigurationError
-from omnisync.stores.mongo import MongoStore
+from omnisync.stores.mongo.store import MongoStore
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ FERRETDB_TESTED = (1, 24)
 
 
 def check_mongodb(report: Report, url: str, timeout: float) -> None:
-    from ..stores import mongo  # first: without pymongo it names the extra to install
+    from ..stores.mongo import store as mongo  # first: without pymongo it names the extra to install
 
     import pymongo
     from pymongo import common
@@ -64,7 +64,7 @@ def _server_time(admin: Any) -> datetime:
 
 
 def _judge_collection(report: Report, store: Any) -> None:
-    from ..stores.mongo import RUN_INDEX, SEQ_INDEX
+    from ..stores.mongo.indexes import RUN_INDEX, SEQ_INDEX
 
     name = f"{store.db.name}.{store.messages.name}"
     if store.messages.name not in store.db.list_collection_names():

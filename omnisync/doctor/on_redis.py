@@ -24,7 +24,7 @@ _SAFE_POLICIES = ("noeviction", "volatile-lru", "volatile-lfu", "volatile-random
 def check_redis(report: Report, url: str, timeout: float) -> None:
     from redis.exceptions import RedisClusterException, RedisError
 
-    from ..stores.redis_store import RedisStore
+    from ..stores.redis.store import RedisStore
 
     where = url.split("@")[-1].split("://")[-1].split("/")[0] or "localhost:6379"
     try:
@@ -94,7 +94,7 @@ def _time_of(store: Any, node: Any) -> Callable[[], datetime]:
 
 
 def _judge_keys(report: Report, store: Any) -> None:
-    """Redis has no schema version: the key layout is the store's contract (see redis_store)."""
+    """Redis has no schema version: the key layout is the store's contract (see stores/redis/store.py)."""
     prefix = _env.redis_prefix()
     agents = int(store.client.scard(f"{prefix}:agents"))
     layout = "hash-tagged cluster key layout" if store.cluster else "single-server key layout"

@@ -31,6 +31,15 @@ OpenExisting = Callable[[str, dict[str, Any], Callable[..., MemoryStore]], Memor
 """``(url, options, build)``: the store at ``url``, opened by ``build(**more_options)`` (the
 router's way) once it is known to be there; a StoreError naming the place otherwise."""
 
+NOT_CREATED = "reading never creates one"
+"""What an ``open_existing`` that finds no store says: it looked, and made nothing."""
+
+
+def first_line(exc: object) -> str:
+    """The first line of an error's message (a driver's can run to many)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0].strip() if lines else type(exc).__name__
+
 
 @dataclass(frozen=True)
 class StoreKind:
@@ -108,29 +117,29 @@ KINDS: dict[str, StoreKind] = {
         ),
         StoreKind(
             "redis",
-            "omnisync.stores.redis_store:RedisStore",
+            "omnisync.stores.redis.store:RedisStore",
             environment="REDIS_URL",
             settings=("OMNISYNC_REDIS_PREFIX",),
             example_url="redis://localhost:6379/0",
             schemes=("redis", "rediss", "unix"),
             own_options=("prefix",),
             client="redis.Redis",
-            client_accepts="omnisync.stores.redis_open:client_accepts",
-            open_existing="omnisync.stores.redis_open:open_existing",
+            client_accepts="omnisync.stores.redis.open:client_accepts",
+            open_existing="omnisync.stores.redis.open:open_existing",
             doctor="omnisync.doctor.on_redis:check_redis",
             extra="redis",
         ),
         StoreKind(
             "mongodb",
-            "omnisync.stores.mongo:MongoStore",
+            "omnisync.stores.mongo.store:MongoStore",
             environment="MONGODB_URI",
             settings=("MONGODB_DB_NAME", "MONGODB_COLLECTION"),
             example_url="mongodb://localhost:27017/omnisync",
             schemes=("mongodb", "mongodb+srv"),
             own_options=("db_name", "collection", "ensure_indexes"),
             client="MongoClient",
-            client_accepts="omnisync.stores.mongo_open:client_accepts",
-            open_existing="omnisync.stores.mongo_open:open_existing",
+            client_accepts="omnisync.stores.mongo.open:client_accepts",
+            open_existing="omnisync.stores.mongo.open:open_existing",
             doctor="omnisync.doctor.on_mongodb:check_mongodb",
             extra="mongodb",
         ),

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from ...errors import ConfigurationError, StoreError
 from ...redact import redact_url
 from ..base import MemoryStore
+from ..registry import NOT_CREATED, first_line
 
 _FORMS = (
     "sqlite:///relative/path.db, sqlite:////absolute/path.db, sqlite:///:memory: "
@@ -22,7 +23,6 @@ _FORMS = (
 
 _URL_START = re.compile(r"[\w+]+://")
 
-NOT_CREATED = "reading never creates one"
 
 SQLITE_STORE = "omnisync.stores.sql.sqlite:SQLiteStore"
 POSTGRES_STORE = "omnisync.stores.sql.postgres:PostgresStore"
@@ -100,9 +100,3 @@ def open_existing(url: str, options: dict[str, Any], build: Callable[..., Memory
     if not holds_store:
         raise StoreError(f"no store at {shown}: it has no omnisync tables ({NOT_CREATED}; check the URL)")
     return build()
-
-
-def first_line(exc: object) -> str:
-    """The first line of an error's message (a driver's can run to many)."""
-    lines = str(exc).strip().splitlines()
-    return lines[0].strip() if lines else type(exc).__name__

@@ -3,19 +3,7 @@
 local expected = tonumber(ARGV[3])
 if expected <= 0 or redis.call('ZCOUNT', KEYS[1], ARGV[1], ARGV[2]) ~= expected then return 0 end
 if redis.call('ZCOUNT', KEYS[1], ARGV[5], ARGV[5]) + redis.call('ZCOUNT', KEYS[2], ARGV[5], ARGV[5]) > 0 then return 0 end
-if ARGV[4] ~= '1' then
-  local folded = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[2], 'WITHSCORES')
-  local batch = {}
-  for i = 1, #folded, 2 do
-    batch[#batch + 1] = folded[i + 1]
-    batch[#batch + 1] = folded[i]
-    if #batch >= BATCH then
-      redis.call('ZADD', KEYS[2], unpack(batch))
-      batch = {}
-    end
-  end
-  if #batch > 0 then redis.call('ZADD', KEYS[2], unpack(batch)) end
-end
+if ARGV[4] ~= '1' then move_range(ARGV[1], ARGV[2]) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[1], ARGV[5], ARGV[6])
 local previous = redis.call('HGET', KEYS[3], 'last')

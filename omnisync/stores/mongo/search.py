@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..messages import ACTIVE, Message
-from ..search.hits import Found
-from ..search.scan import B, K1
-from ..search.terms import index_terms, searchable_text
+from ...messages import ACTIVE, Message
+from ...search.hits import Found
+from ...search.scan import B, K1
+from ...search.terms import index_terms, searchable_text
 
 if TYPE_CHECKING:
     from pymongo.collection import Collection

@@ -79,15 +79,14 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .. import _env
-from .._logging import logger
-from ..errors import ConfigurationError, MissingDependencyError, StoreError
-from ..messages import ACTIVE, INACTIVE, Message, utcnow
-from ..run_record import FINISHED_STATUSES, RunRecord
-from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from . import mongo_search
-from ..search.hits import Found
-from .base import (
+from ... import _env
+from ..._logging import logger
+from ...errors import ConfigurationError, MissingDependencyError, StoreError
+from ...messages import ACTIVE, INACTIVE, Message, utcnow
+from ...run_record import FINISHED_STATUSES, RunRecord
+from ..registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
+from ...search.hits import Found
+from ..base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
     MemoryStore,
@@ -114,17 +113,11 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
         "MongoDB memory requires optional dependency 'pymongo'. Install it with: pip install 'omnisync[mongodb]'"
     ) from _missing
 
-SEQ_INDEX = "omnisync_seq"
-WINDOW_INDEX = "omnisync_window"
-RUN_INDEX = "omnisync_run_version"
-RUN_PAGE_INDEX = "omnisync_run_page"
-RUN_TTL_INDEX = "omnisync_run_ttl"
+from . import indexes, search as mongo_search
+from .documents import as_utc, document_message, message_document, run_document
+
 RUNS_PAGE_SCAN = 500
 """The most run documents one step of :meth:`MongoStore.runs_page` reads."""
-EVENTS_INDEX = "omnisync_run_events"
-EVENTS_READ_INDEX = "omnisync_run_events_read"
-EVENTS_TTL_INDEX = "omnisync_run_events_ttl"
-
 APPEND_TRIES = 100
 """How many times an append tries the next free seqs while other processes take them first."""
 
@@ -133,7 +126,6 @@ CLEARED = "cleared"
 _STORED = {"status": {"$ne": CLEARED}}
 
 _DUPLICATE_KEY = 11000
-_NOT_IMPLEMENTED = 238  # the server's code for a feature it does not have
 
 
 class MongoStore(MemoryStore):
@@ -203,32 +195,7 @@ class MongoStore(MemoryStore):
     def ensure_indexes(self) -> None:
         """Create the indexes the queries and the compare-and-sets rely on (idempotent)."""
         with self._errors("creating indexes"):
-            self.messages.create_index(
-                [("agent", ASCENDING), ("session_id", ASCENDING), ("seq", ASCENDING)], unique=True, name=SEQ_INDEX
-            )
-            self.messages.create_index(
-                [("agent", ASCENDING), ("session_id", ASCENDING), ("status", ASCENDING), ("seq", ASCENDING)],
-                name=WINDOW_INDEX,
-            )
-            self.messages.create_index([("agent", ASCENDING), ("terms", ASCENDING)], name=mongo_search.TERMS_INDEX)
-            self.runs.create_index(
-                [("agent", ASCENDING), ("run_id", ASCENDING), ("version", ASCENDING)], unique=True, name=RUN_INDEX
-            )
-            self.runs.create_index(
-                [("agent", ASCENDING), ("created_at", ASCENDING), ("run_id", ASCENDING), ("version", DESCENDING)], name=RUN_PAGE_INDEX
-            )
-            try:
-                self.runs.create_index("expires_at", expireAfterSeconds=0, name=RUN_TTL_INDEX)
-                self.expires_runs_itself = True
-            except OperationFailure as exc:
-                if exc.code != _NOT_IMPLEMENTED:
-                    raise
-                logger.debug("%s: the server has no TTL indexes; expired runs are hidden and pruned", self._describe())
-                self.expires_runs_itself = False
-            self.events.create_index([("agent", ASCENDING), ("run_id", ASCENDING), ("first", ASCENDING)], unique=True, name=EVENTS_INDEX)
-            self.events.create_index([("agent", ASCENDING), ("run_id", ASCENDING), ("last", ASCENDING)], name=EVENTS_READ_INDEX)
-            if self.expires_runs_itself:
-                self.events.create_index("expires_at", expireAfterSeconds=0, name=EVENTS_TTL_INDEX)
+            self.expires_runs_itself = indexes.ensure(self.messages, self.runs, self.events, self._describe())
 
     def _describe(self) -> str:
         return f"MongoDB store {self.db.name}.{self.messages.name}"
@@ -266,7 +233,7 @@ class MongoStore(MemoryStore):
                     m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now)
                     for i, m in enumerate(messages)
                 ]
-                documents = [{"_id": ObjectId(), **_message_document(m)} for m in self.as_stored(written)]
+                documents = [{"_id": ObjectId(), **message_document(m)} for m in self.as_stored(written)]
                 try:
                     self.messages.insert_many(documents, ordered=True)
                     return written
@@ -291,7 +258,7 @@ class MongoStore(MemoryStore):
         found = 0
         with self._errors(f"rewriting values of session {session_id!r}"):
             for message in messages:
-                document = _message_document(message)
+                document = message_document(message)
                 values = {name: document[name] for name in ("content", "content_parts", "tool_calls", "metadata")}
                 found += self.messages.update_one({**_session(agent, session_id), "seq": message.seq}, {"$set": values}).matched_count
         return found
@@ -310,12 +277,12 @@ class MongoStore(MemoryStore):
         if limit <= 0:  # limit(0) would mean "no limit"
             return []
         with self._errors(f"reading the window of session {session_id!r}"):
-            return [_document_message(doc) for doc in cursor]
+            return [document_message(doc) for doc in cursor]
 
     def history(self, agent: str, session_id: str, include_inactive: bool = False) -> list[Message]:
         query = {**_session(agent, session_id), "status": {"$ne": CLEARED} if include_inactive else ACTIVE}
         with self._errors(f"reading the history of session {session_id!r}"):
-            return [_document_message(doc) for doc in self.messages.find(query).sort("seq", ASCENDING)]
+            return [document_message(doc) for doc in self.messages.find(query).sort("seq", ASCENDING)]
 
     def history_page(
         self, agent: str, session_id: str, after_seq: int | None, limit: int, include_inactive: bool = False
@@ -327,7 +294,7 @@ class MongoStore(MemoryStore):
         if after_seq is not None:
             query["seq"] = {"$gt": int(after_seq)}
         with self._errors(f"reading a page of the history of session {session_id!r}"):
-            return [_document_message(doc) for doc in self.messages.find(query).sort("seq", ASCENDING).limit(limit)]
+            return [document_message(doc) for doc in self.messages.find(query).sort("seq", ASCENDING).limit(limit)]
 
     def delete_message(self, agent: str, session_id: str, seq: int) -> bool:
         """The message becomes a "cleared" mark (no content), which no read returns and which keeps the seq counter (see :meth:`clear`)."""
@@ -408,7 +375,7 @@ class MongoStore(MemoryStore):
             try:
                 groups = list(self.messages.aggregate([{"$match": match}, {"$group": {**group, "last": {"$max": "$created_at"}}}]))
             except OperationFailure as exc:
-                if exc.code != _NOT_IMPLEMENTED:
+                if exc.code != indexes.NOT_IMPLEMENTED:
                     raise
                 self._groups_max = False
         if groups is None:
@@ -419,7 +386,7 @@ class MongoStore(MemoryStore):
                 found["last"] = newest.get("created_at") if newest is not None else None
         counted = {(g["_id"]["agent"], g["_id"]["session_id"]): g for g in groups}
         return [
-            SessionInfo(agent, session_id, int(g["count"]), _utc(g["last"]))
+            SessionInfo(agent, session_id, int(g["count"]), as_utc(g["last"]))
             for agent, session_id in keys
             if (g := counted.get((agent, session_id))) is not None  # else cleared meanwhile
         ]
@@ -460,7 +427,7 @@ class MongoStore(MemoryStore):
         if _integer("expected_count", expected_count) <= 0:
             return None
         written = summary.placed(agent=agent, session_id=session_id, seq=last + 1, created_at=_now())
-        document = {"_id": ObjectId(), **_message_document(written)}
+        document = {"_id": ObjectId(), **message_document(written)}
         in_range = {**key, "status": ACTIVE, "seq": {"$gte": first, "$lte": last}}
         with self._errors(f"folding session {session_id!r}"):
             if self.messages.count_documents(in_range) != expected_count:
@@ -510,11 +477,11 @@ class MongoStore(MemoryStore):
         if not terms or limit < 1:
             return []
         with self._errors("searching messages"):
-            return mongo_search.search_documents(self.messages, _document_message, agent, terms, session_id, limit, before, after)
+            return mongo_search.search_documents(self.messages, document_message, agent, terms, session_id, limit, before, after)
 
     def reindex(self, agent: str | None = None) -> int:
         with self._errors("rebuilding the search terms"):
-            return mongo_search.reindex_documents(self.messages, _document_message, agent)
+            return mongo_search.reindex_documents(self.messages, document_message, agent)
 
     def _retire(self, in_range: dict[str, Any], delete: bool) -> int:
         if delete:
@@ -535,7 +502,7 @@ class MongoStore(MemoryStore):
         _text("session_id", record.session_id)
         version = (_integer("expected_version", expected_version) if expected_version is not None else 0) + 1
         saved = record.evolve(version=version)
-        document = {"_id": ObjectId(), **_run_document(saved)}
+        document = {"_id": ObjectId(), **run_document(saved)}
         with self._errors(f"saving run {record.run_id!r}"):
             if expected_version is None:
                 self._forget_if_expired(key)
@@ -565,7 +532,7 @@ class MongoStore(MemoryStore):
         for record in saved:
             _text("session_id", record.session_id)
         keys = [_run_key(record.agent, record.run_id) for record in saved]
-        documents = [{"_id": ObjectId(), **_run_document(record)} for record in saved]
+        documents = [{"_id": ObjectId(), **run_document(record)} for record in saved]
         creates = any(v is None for _, v in saves)
         with self._errors(f"saving runs {', '.join(repr(r.run_id) for r in saved)}"):
             try:
@@ -684,7 +651,7 @@ class MongoStore(MemoryStore):
         """Delete the runs that finished before ``finished_before``, and any run past its ``expires_at``."""
         if not isinstance(finished_before, datetime):
             raise ConfigurationError(f"finished_before must be a datetime, not {type(finished_before).__name__}")
-        before, now = _utc(finished_before), utcnow()
+        before, now = as_utc(finished_before), utcnow()
         candidates = {
             "agent": _text("agent", agent),
             "$or": [
@@ -732,7 +699,7 @@ class MongoStore(MemoryStore):
                 except DuplicateKeyError:
                     time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
                     continue
-                if newest is not None and _utc(newest.get("expires_at")) != _utc(expires):  # the run's expiry changed: its events follow
+                if newest is not None and as_utc(newest.get("expires_at")) != as_utc(expires):  # the run's expiry changed: its events follow
                     self.events.update_many(key, {"$set": {"expires_at": expires}})
                 return last + len(checked)
         raise StoreError(f"{self._describe()}: events of run {run_id!r} were not appended: other writers took the next ids {APPEND_TRIES} times")
@@ -828,12 +795,12 @@ def _newest_versions(docs: Any) -> dict[str, int]:
 
 
 def _expired(doc: dict[str, Any], now: datetime) -> bool:
-    expires = _utc(doc.get("expires_at"))
+    expires = as_utc(doc.get("expires_at"))
     return expires is not None and expires <= now
 
 
 def _finished_before(doc: dict[str, Any], before: datetime | None) -> bool:
-    finished = _utc(doc.get("finished_at"))
+    finished = as_utc(doc.get("finished_at"))
     return doc["status"] in FINISHED_STATUSES and finished is not None and before is not None and finished < before
 
 
@@ -847,68 +814,6 @@ def _millis(moment: datetime) -> datetime:
     """``moment`` in UTC cut to the millisecond: what BSON keeps of a time, so a cursor compares alike."""
     utc = moment.astimezone(timezone.utc)
     return utc.replace(microsecond=utc.microsecond // 1000 * 1000)
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _message_document(message: Message) -> dict[str, Any]:
-    return {
-        "agent": message.agent,
-        "session_id": message.session_id,
-        "seq": message.seq,
-        "status": message.status,
-        "role": message.role,
-        "content": None if isinstance(message.content, list) else message.content,
-        "content_parts": _json(message.content) if isinstance(message.content, list) else None,
-        "tool_calls": _json(message.tool_calls),
-        "tool_call_id": message.tool_call_id,
-        "name": message.name,
-        "run_id": message.run_id,
-        "tokens": message.tokens,
-        "created_at": message.created_at,
-        "metadata": _json(message.metadata or {}),
-        "terms": mongo_search.document_terms(message),
-    }
-
-
-def _document_message(doc: dict[str, Any]) -> Message:
-    return Message(
-        role=doc["role"],
-        content=json.loads(doc["content_parts"]) if doc.get("content_parts") else doc.get("content"),
-        tool_calls=json.loads(doc["tool_calls"]) if doc.get("tool_calls") else None,
-        tool_call_id=doc.get("tool_call_id"),
-        name=doc.get("name"),
-        metadata=json.loads(doc["metadata"]) if doc.get("metadata") else {},
-        tokens=doc.get("tokens") or 0,
-        run_id=doc.get("run_id"),
-        agent=doc["agent"],
-        session_id=doc["session_id"],
-        seq=doc["seq"],
-        status=doc["status"],
-        created_at=_utc(doc.get("created_at")),
-    )
-
-
-def _run_document(record: RunRecord) -> dict[str, Any]:
-    return {
-        "agent": record.agent,
-        "run_id": record.run_id,
-        "version": record.version,
-        "session_id": record.session_id,
-        "status": record.status,
-        "created_at": record.created_at,
-        "finished_at": record.finished_at if record.status in FINISHED_STATUSES else None,
-        "expires_at": record.expires_at,
-        "data": record.to_json(),
-    }
 
 
 def _database_in(url: str) -> str | None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import StoreError
-from ..redact import redact_url
-from .base import MemoryStore
-from .sql.open import NOT_CREATED, first_line
+from ...errors import StoreError
+from ...redact import redact_url
+from ..base import MemoryStore
+from ..registry import NOT_CREATED, first_line
 
 
 def client_accepts(name: str, value: Any) -> bool:

@@ -7,10 +7,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import StoreError
-from ..redact import redact_url
-from .base import MemoryStore
-from .sql.open import NOT_CREATED, first_line
+from ...errors import StoreError
+from ...redact import redact_url
+from ..base import MemoryStore
+from ..registry import NOT_CREATED, first_line
 
 
 def client_accepts(name: str, value: Any) -> bool:
@@ -27,7 +27,7 @@ def client_accepts(name: str, value: Any) -> bool:
 def open_existing(url: str, options: dict[str, Any], build: Callable[..., MemoryStore]) -> MemoryStore:
     from redis.exceptions import RedisClusterException, RedisError
 
-    from .redis_store import glob_escaped
+    from .store import glob_escaped
 
     store: Any = build()
     prefix = store.prefix

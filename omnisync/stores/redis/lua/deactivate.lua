@@ -4,16 +4,6 @@
 -- the inactive set, else 0 (nothing changed): the compare-and-set of an undo.
 local expected = tonumber(ARGV[3])
 if expected <= 0 or redis.call('ZCOUNT', KEYS[1], ARGV[1], ARGV[2]) ~= expected then return 0 end
-local moved = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[2], 'WITHSCORES')
-local batch = {}
-for i = 1, #moved, 2 do
-  batch[#batch + 1] = moved[i + 1]
-  batch[#batch + 1] = moved[i]
-  if #batch >= BATCH then
-    redis.call('ZADD', KEYS[2], unpack(batch))
-    batch = {}
-  end
-end
-if #batch > 0 then redis.call('ZADD', KEYS[2], unpack(batch)) end
+move_range(ARGV[1], ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[2])
 return 1

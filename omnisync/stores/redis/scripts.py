@@ -1,7 +1,7 @@
-"""The Redis store's Lua scripts, kept as files of their own (``redis_lua/*.lua``, package data).
+"""The Redis store's Lua scripts, kept as files of their own (``lua/*.lua``, package data).
 
 Each file starts with what its script takes (KEYS, ARGV) and returns. Some are functions other
-scripts include (``append_function``, ``save_functions``, ``lease_function``); ``BATCH`` and
+scripts include (``append_function``, ``save_functions``, ``lease_function``, ``move_range_function``); ``BATCH`` and
 ``RUN_ARGS`` in their text are filled in here.
 """
 
@@ -17,7 +17,7 @@ session, finished (µs or ""), index score, run token, expire at (ms or "")."""
 
 
 def _text(*names: str) -> str:
-    parts = (files("omnisync.stores").joinpath("redis_lua", f"{name}.lua").read_text(encoding="utf-8") for name in names)
+    parts = (files("omnisync.stores.redis").joinpath("lua", f"{name}.lua").read_text(encoding="utf-8") for name in names)
     return "".join(parts).replace("BATCH", str(2 * BATCH)).replace("RUN_ARGS", str(RUN_ARGS))
 
 
@@ -26,8 +26,8 @@ APPEND = APPEND_FUNCTION + "return append(1)"
 RESERVE_SEQS = _text("reserve_seqs")
 APPEND_PLACED = _text("append_placed")
 REPLACE_VALUES = _text("replace_values")
-FOLD = _text("fold")
-DEACTIVATE = _text("deactivate")
+FOLD = _text("move_range_function", "fold")
+DEACTIVATE = _text("move_range_function", "deactivate")
 DELETE_MESSAGE = _text("delete_message")
 CLEAR_SESSION = _text("clear_session")
 LIST = _text("list")

@@ -95,15 +95,15 @@ from itertools import islice
 from datetime import datetime, timedelta, timezone
 from typing import Any, cast
 
-from .. import _env
-from .._logging import logger
-from ..errors import ConfigurationError, MissingDependencyError, StoreError
-from ..redact import redact_url
-from ..messages import ACTIVE, INACTIVE, Message, utcnow
-from ..run_record import FINISHED_STATUSES, RunRecord
-from . import redis_scripts as scripts
-from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from .base import (
+from ... import _env
+from ..._logging import logger
+from ...errors import ConfigurationError, MissingDependencyError, StoreError
+from ...redact import redact_url
+from ...messages import ACTIVE, INACTIVE, Message, utcnow
+from ...run_record import FINISHED_STATUSES, RunRecord
+from . import scripts
+from ..registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
+from ..base import (
     MAX_EVENTS_READ,
     SEQ_STEP,
     MemoryStore,
