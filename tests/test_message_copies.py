@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 from omnisync.messages import ACTIVE, Message, utcnow
-from omnisync.transfer.restore import _fresh
+from omnisync.stores.session_replay import fresh as _fresh
 
 
 def _every_field_set(**given: object) -> Message:

@@ -287,7 +287,7 @@ def test_seq_map_answers_as_a_full_list_would_and_stays_small():
     import bisect
     import random
 
-    from omnisync.transfer.seq_map import SeqMap
+    from omnisync.stores.seq_map import SeqMap
 
     rng = random.Random(7)
     olds, news, old, new = [], [], 0, 0

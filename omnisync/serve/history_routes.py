@@ -22,6 +22,8 @@ from ..content import UserContent
 from ..errors import ConfigurationError
 from ..history_edit import MAX_SEARCH_LIMIT, MAX_SEQ
 from ..runner import ON_BUSY
+from ..storable import MAX_ID_LENGTH
+from . import openapi_parts as o
 from .bodies import Fields, RUN_FIELDS, checked_id, checked_output_type, checked_text, only_params
 
 AgentOf: TypeAlias = Callable[[Request], tuple[str, aio.OmniCoreAgent]]
@@ -107,9 +109,8 @@ def _moment(request: Request, name: str) -> datetime | None:
     return moment
 
 
-def paths(session: str, ops: Any) -> dict[str, Any]:
-    """These routes' OpenAPI paths; ``ops`` is :mod:`omnisync.serve.openapi` (its helpers)."""
-    o = ops
+def paths(session: str) -> dict[str, Any]:
+    """These routes' OpenAPI paths, in the pieces of :mod:`omnisync.serve.openapi_parts`."""
     hit = {
         "type": "object",
         "required": ["session_id", "seq", "role", "snippet", "score", "created_at"],
@@ -117,40 +118,40 @@ def paths(session: str, ops: Any) -> dict[str, Any]:
     }
     return {
         session + "/fork": {
-            "post": o._op(
+            "post": o.operation(
                 "copy the session's history up to message `at` (a seq; default all) into a new session",
-                o._answer("the new session's id", {"type": "object", "required": ["session_id"], "properties": {"session_id": o.STRING}}, *o.WRITE),
+                o.answer("the new session's id", {"type": "object", "required": ["session_id"], "properties": {"session_id": o.STRING}}, *o.WRITE),
                 [o.AGENT, o.SESSION],
-                o._body({"at": o.nullable({"type": "integer", "minimum": 1, "maximum": MAX_SEQ}), "new_session_id": o.nullable({"type": "string", "minLength": 1, "maxLength": o.MAX_ID_LENGTH})}, []),
+                o.json_body({"at": o.nullable({"type": "integer", "minimum": 1, "maximum": MAX_SEQ}), "new_session_id": o.nullable({"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH})}, []),
             )
         },
         session + "/undo": {
-            "post": o._op(
+            "post": o.operation(
                 "make the session's last run inactive (kept for include_inactive)",
-                o._answer("the messages made inactive", {"type": "object", "required": ["messages"], "properties": {"messages": {"type": "array", "items": o.ref("Message")}}}, *o.WRITE),
+                o.answer("the messages made inactive", {"type": "object", "required": ["messages"], "properties": {"messages": {"type": "array", "items": o.ref("Message")}}}, *o.WRITE),
                 [o.AGENT, o.SESSION],
-                o._body({}, []),
+                o.json_body({}, []),
             )
         },
         session + "/regenerate": {
-            "post": o._op(
+            "post": o.operation(
                 "undo the last run, then run its message again (JSON, or SSE with Accept: text/event-stream)",
-                o._answer("the new run's result, or its events", o.ref("RunResult"), *o.WRITE, events=True),
+                o.answer("the new run's result, or its events", o.ref("RunResult"), *o.WRITE, events=True),
                 [o.AGENT, o.SESSION, o.PREFER],
-                o._body({"on_busy": {"enum": ["wait", "raise"]}, "output_type": o.OUTPUT_TYPE}, []),
+                o.json_body({"on_busy": {"enum": ["wait", "raise"]}, "output_type": o.OUTPUT_TYPE}, []),
             )
         },
         "/agents/{agent}/search": {
-            "get": o._op(
+            "get": o.operation(
                 "the agent's active messages holding every word of q, best first",
-                o._answer("the hits", {"type": "object", "required": ["hits"], "properties": {"hits": {"type": "array", "items": hit}}}, *o.READ),
+                o.answer("the hits", {"type": "object", "required": ["hits"], "properties": {"hits": {"type": "array", "items": hit}}}, *o.READ),
                 [
                     o.AGENT,
                     {"name": "q", "in": "query", "required": True, "description": "the words to find", "schema": {"type": "string", "maxLength": MAX_QUERY_CHARS}},
-                    o._query("session", {"type": "string", "minLength": 1, "maxLength": o.MAX_ID_LENGTH}, "only this session"),
-                    o._query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT}, "the most hits (default 10)"),
-                    o._query("before", {"type": "string", "format": "date-time"}, "only messages written before this time"),
-                    o._query("after", {"type": "string", "format": "date-time"}, "only messages written after this time"),
+                    o.query_parameter("session", {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH}, "only this session"),
+                    o.query_parameter("limit", {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT}, "the most hits (default 10)"),
+                    o.query_parameter("before", {"type": "string", "format": "date-time"}, "only messages written before this time"),
+                    o.query_parameter("after", {"type": "string", "format": "date-time"}, "only messages written after this time"),
                 ],
             )
         },

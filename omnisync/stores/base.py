@@ -337,13 +337,11 @@ class MemoryStore(ABC):
         """Copy every stored message of the source with ``seq <= last_seq`` (active and inactive,
         summaries, token counts) into the target, which must hold no messages; return how many.
 
-        The source is only read. This default replays the messages through :meth:`append` and
-        :meth:`fold`, a page at a time (:mod:`omnisync.stores.copy_by_replay`); a store that can
-        copy on its server overrides it and says what the copy costs.
+        The source is only read. A store copies on its server where it can, and says what the copy
+        costs; one that cannot replays the messages through :meth:`append` and :meth:`fold`, a page
+        at a time (:func:`omnisync.stores.copy_by_replay.copy_by_replay`).
         """
-        from .copy_by_replay import copy_by_replay
-
-        return copy_by_replay(self, agent, source_session_id, target_session_id, last_seq)
+        raise NotImplementedError(f"{type(self).__name__} cannot copy a session")
 
     def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
         """Mark the active messages in ``[first_seq, last_seq]`` inactive (kept for ``include_inactive``).

@@ -33,19 +33,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, KeysView
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from .. import run_state
-from ..messages import INACTIVE, Message, utcnow
+from ..messages import Message, utcnow
 from ..run_record import RunRecord
 from ..stores.base import MemoryStore
 from ..errors import TransferError
 from .progress import NoProgress, Progress
 from .records import Counts, EventBatch, RunKey
-from .seq_map import SeqMap
+from ..stores.seq_map import SeqMap
+from ..stores.session_replay import SessionReplay
 
-APPEND_BATCH = 500
-PLACEHOLDER = Message(role="user", content="", metadata={"omnisync": "import placeholder"})
 _SHOWN = 5
 
 Key = tuple[str, str]
@@ -85,7 +84,7 @@ class Restorer:
         self._seqs: dict[Key, SeqMap] = {}
         self._written_runs: dict[RunKey, int] = {}  # the version each was written at: never the records
         self._events_written: dict[RunKey, int] = {}
-        self._replays: dict[Key, _Replay] = {}
+        self._replays: dict[Key, SessionReplay] = {}
         self.started: bool = False
         """Whether anything has been written (a failure after that leaves the destination partly written)."""
 
@@ -137,7 +136,7 @@ class Restorer:
         self.started = True
         replay = self._replays.get(key)
         if replay is None:
-            replay = self._replays[key] = _Replay(self.store, agent, session_id, self.progress)
+            replay = self._replays[key] = SessionReplay(self.store, agent, session_id, self.progress.advance)
             self._seqs[key] = replay.seqs
         counted = Counts()
         for message in messages:
@@ -228,96 +227,3 @@ class Restorer:
             shown = "; ".join(wrong[:_SHOWN]) + (f"; and {len(wrong) - _SHOWN} more" if len(wrong) > _SHOWN else "")
             raise TransferError(f"the counts differ after writing: {shown}")
         return self.report
-
-
-class _Replay:
-    """One session's replay: the batch not yet written, the run of inactive messages it ends on, and the seq map.
-
-    Only the trailing run of inactive messages matters to the next summary (its fold covers
-    exactly them), so that run is kept as its first and last new seq and its length.
-    """
-
-    def __init__(self, store: MemoryStore, agent: str, session_id: str, progress: Progress) -> None:
-        self.store = store
-        self.agent = agent
-        self.session_id = session_id
-        self.progress = progress
-        self.pending: list[Message] = []
-        self.inactive_first = self.inactive_last = self.inactive_count = 0
-        self.seqs = SeqMap()
-        self.counted = False
-
-    def add(self, message: Message) -> None:
-        self.pending.append(message)
-        if len(self.pending) >= APPEND_BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        written = self.store.append(self.agent, self.session_id, [_fresh(m) for m in self.pending])
-        for original, new in zip(self.pending, written):
-            self._placed(original, new.seq)  # type: ignore[arg-type]
-        self.progress.advance(len(self.pending))
-        self.pending = []
-
-    def summary(self, summary: Message) -> None:
-        self.flush()
-        folded = self.inactive_count
-        if folded:
-            first, last, delete = self.inactive_first, self.inactive_last, False
-        else:  # its originals were deleted: fold one placeholder away, deleting it
-            (placeholder,) = self.store.append(self.agent, self.session_id, [PLACEHOLDER])
-            first = last = cast(int, placeholder.seq)  # appended, so it has its seq
-            delete = True
-        written = self.store.fold(
-            self.agent,
-            self.session_id,
-            _fresh(summary, folded_range=(first, last)),
-            first_seq=first,
-            last_seq=last,
-            expected_count=folded or 1,
-            delete=delete,
-        )
-        if written is None:
-            raise TransferError(
-                f"the store refused to restore the summary at seq {summary.seq} of session {self.session_id!r} "
-                f"of {self.agent!r} (is something else writing to it?); the session is only partly written"
-            )
-        self.inactive_count = 0
-        self._placed(summary, written.seq)  # type: ignore[arg-type]
-        self.progress.advance()
-
-    def _placed(self, original: Message, new_seq: int) -> None:
-        if original.status == INACTIVE:
-            if not self.inactive_count:
-                self.inactive_first = new_seq
-            self.inactive_last = new_seq
-            self.inactive_count += 1
-        else:
-            self.undone()
-        self.seqs.add(original.seq, new_seq)  # type: ignore[arg-type]
-
-    def undone(self) -> None:
-        """The inactive messages just written are followed by no summary: an undo left them
-        inactive (``agent.undo``), so they are made inactive again, not folded."""
-        if self.inactive_count:
-            if not self.store.deactivate(
-                self.agent, self.session_id, first_seq=self.inactive_first, last_seq=self.inactive_last, expected_count=self.inactive_count
-            ):
-                raise TransferError(
-                    f"the store refused to mark seqs {self.inactive_first}..{self.inactive_last} of session {self.session_id!r} "
-                    f"of {self.agent!r} inactive (is something else writing to it?); the session is only partly written"
-                )
-            self.inactive_count = 0
-
-
-def _fresh(message: Message, folded_range: tuple[int, int] | None = None) -> Message:
-    """The message as it goes to ``append``/``fold``: active, with no seq or time of its own."""
-    metadata = message.metadata
-    info = metadata.get("summary")
-    if folded_range is not None and isinstance(info, dict) and ("first_seq" in info or "last_seq" in info):
-        metadata = {**metadata, "summary": {**info, "first_seq": folded_range[0], "last_seq": folded_range[1]}}
-    # Built directly, not with dataclasses.replace, which cost a third of a copy's time; what is
-    # not named here takes Message's defaults (active, no seq, time or session).
-    return Message(message.role, message.content, message.tool_calls, message.tool_call_id, message.name, metadata, message.tokens, message.run_id)

@@ -114,6 +114,7 @@ except ImportError as _missing:  # pragma: no cover - exercised by the missing-e
     ) from _missing
 
 from . import indexes, search as mongo_search
+from ..copy_by_replay import copy_by_replay
 from .documents import as_utc, document_message, message_document, run_document
 
 RUNS_PAGE_SCAN = 500
@@ -451,6 +452,10 @@ class MongoStore(MemoryStore):
                 if self._retire(in_range, delete) == 0:
                     break
         return written
+
+    def copy_session(self, agent: str, source_session_id: str, target_session_id: str, *, last_seq: int) -> int:
+        """By replay, a page at a time (the server cannot copy): O(n) in the messages copied."""
+        return copy_by_replay(self, agent, source_session_id, target_session_id, last_seq)
 
     def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
         """Count the range's active messages, then mark them inactive (an update that only sets

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 
-from ..stores.base import SEQ_STEP
+from .base import SEQ_STEP
 
 
 class SeqMap:
