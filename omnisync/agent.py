@@ -22,7 +22,8 @@ from .output import OutputType
 from .results import HistoryMessage, HistoryPage, Preview, RunRecordDict, RunResult, RunsPage, SessionUsage
 from .router import MemoryRouter
 from .search.hits import SearchHit
-from .run_events import RunSteps, run_to_end
+from .run_events import RunSteps
+from .run_drivers import run_to_end
 from .run_record import RUN_STATUSES, RunRecord
 from .runner import ON_BUSY, Runner, new_session_id, result_of
 from .content import Content, UserContent, check_content

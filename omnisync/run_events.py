@@ -1,4 +1,4 @@
-"""What a run reports as it goes, and the drivers that consume it.
+"""What a run reports as it goes (the drivers that consume it are in ``run_drivers.py``).
 
 The run loop (:meth:`omnisync.runner.Runner.start` and ``resume``) is a generator of these
 events that makes every decision: call the model, run tools, pause, finish. It does not call
@@ -11,13 +11,12 @@ completion it assembled. Every driver shares the same decisions and the same sav
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Union
 
 from .model.completion import Completion
 from .results import RunResult
-from .telemetry import within_run
 
 
 @dataclass(frozen=True)
@@ -141,54 +140,3 @@ ModelCall = Callable[..., Completion]
 ReplyTo = Callable[[ModelCallStarted], Generator[RunEvent, None, Union[Completion, StoppedReply]]]
 """How a driver answers a model call: a generator that may yield events of its own (text as it
 streams) and returns the Completion, or a StoppedReply when its caller stopped it midway."""
-
-
-def drive(steps: RunSteps, reply_to: ReplyTo, leave: Callable[[RunSteps], None] | None = None) -> Generator[RunEvent, None, None]:
-    """Every driver's side of the run loop's protocol, written once.
-
-    Passes each event of the loop on; answers each :class:`ModelCallStarted` with
-    ``reply_to`` (passing on what it yields); throws a model error into the loop, which records
-    the run as failed and raises it again; and closes the loop however the driver leaves,
-    calling ``leave`` first (a streaming driver hands over a reply it was reading). Closing
-    this generator early closes the loop where it stands, and the run ends cancelled.
-    """
-    reply: Completion | StoppedReply | None = None
-    try:
-        while True:
-            try:
-                event = steps.send(reply)
-            except StopIteration:
-                return
-            reply = None
-            yield event
-            if isinstance(event, ModelCallStarted):
-                try:
-                    reply = yield from within_run(steps, reply_to(event))
-                except Exception as exc:
-                    steps.throw(exc)  # the loop records the failure and raises it again
-                    raise
-    finally:
-        if leave is not None:
-            leave(steps)
-        steps.close()
-
-
-def events(steps: RunSteps, call_model: ModelCall) -> Iterator[RunEvent]:
-    """Drive a run, yielding each of its events; each model call is ``call_model(messages, tools, **options)``."""
-
-    def reply_to(call: ModelCallStarted) -> Generator[RunEvent, None, Completion]:
-        return call_model(call.messages, call.tools, **call.options())
-        yield  # a generator that yields nothing: the reply comes whole
-
-    return drive(steps, reply_to)
-
-
-def run_to_end(steps: RunSteps, call_model: ModelCall) -> RunResult:
-    """The blocking driver: run until the run pauses or finishes; return what ``run()`` returns."""
-    result: RunResult | None = None
-    for event in events(steps, call_model):
-        if isinstance(event, (RunPaused, RunFinished)):
-            result = event.result
-    if result is None:  # pragma: no cover - the loop always ends with one of them
-        raise RuntimeError("the run loop ended without a result")
-    return result

@@ -27,7 +27,6 @@ from .results import RunResult
 from .run_events import (
     ModelCallFinished,
     ModelCallStarted,
-    RunEvent,
     RunFailed,
     RunFinished,
     RunPaused,
@@ -36,10 +35,10 @@ from .run_events import (
     StoppedReply,
     Text,
     TextDelta,
-    drive,
     ToolCall,
     ToolResult,
 )
+from .run_drivers import drive
 
 if TYPE_CHECKING:
     from .model.client import ChatClient

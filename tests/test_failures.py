@@ -26,7 +26,8 @@ from omnisync.errors import (
     StoreError,
 )
 from omnisync.messages import SUMMARY_PREFIX, utcnow
-from omnisync.run_events import ToolCall, events
+from omnisync.run_events import ToolCall
+from omnisync.run_drivers import events
 from omnisync.runner import ABANDONED_CALL
 from omnisync.storable import MAX_ID_LENGTH, MAX_MESSAGE_BYTES
 from agent_helpers import LOCAL_MODEL, echo

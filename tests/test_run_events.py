@@ -18,8 +18,8 @@ from omnisync.run_events import (
     Text,
     ToolCall,
     ToolResult,
-    events,
 )
+from omnisync.run_drivers import events
 from omnisync.tokens import estimate_tokens
 from agent_helpers import echo, make_agent
 from fake_http import completion, install
