@@ -23,7 +23,7 @@ import nox
 
 ROOT = Path(__file__).resolve().parent
 DIST = ROOT / "dist"
-PYTHONS = ["3.10", "3.11", "3.12", "3.13"]  # tests/test_packaging.py holds setup.cfg's classifiers to this
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]  # tests/project/test_packaging.py holds setup.cfg's classifiers to this
 SUITE = ("tests", "cassettes", "examples", "scripts", "bench", ".ci", "setup.cfg", "noxfile.py", "README.md", "ARCHITECTURE.md", "docs", "mkdocs.yml", "CHANGELOG.md", "SECURITY.md", "CONTRIBUTING.md")
 
 # What the lowest session installed of each declared floor (an extra it does not install, such as test-agents, shows as absent).

@@ -130,7 +130,7 @@ class RawInProcess:
 
 _COLUMNS = "agent, session_id, seq, role, content, tool_calls, tool_call_id, name, status, run_id, tokens, created_at_us, metadata, terms"
 # What a load reads: the columns the store reads, in its order (omnisync.stores.sql.store.MESSAGE_COLUMNS),
-# not the three its WHERE clause fixes. tests/test_bench_baselines.py holds every raw SQL
+# not the three its WHERE clause fixes. tests/project/test_bench_baselines.py holds every raw SQL
 # baseline to the statements the store sends (statement_shape), so a ratio compares like with like.
 _READ = ("role", "content", "tool_calls", "tool_call_id", "name", "metadata", "tokens", "run_id", "seq", "created_at_us")
 _TOKENS, _SEQ = _READ.index("tokens"), _READ.index("seq")

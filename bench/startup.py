@@ -8,7 +8,7 @@ files run), timed from spawn to exit, with the CPU time it used (user + system, 
 ``wait4``: what load on a shared machine moves least); the rows take turns, start by start. The baseline is
 ``python -c pass``, the least a Python process does; a row's figure over it is what omnisync
 adds. The last rows show what a first use loads (the agent, with ``requests``), for scale.
-A measurement, not a test: tests/test_packaging.py checks what each start imports.
+A measurement, not a test: tests/project/test_packaging.py checks what each start imports.
 """
 
 from __future__ import annotations

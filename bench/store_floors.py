@@ -5,7 +5,7 @@
 
 Each row times ours and the raw baseline (bench/backends.py) interleaved call by call, and
 gives ours ÷ raw from the same run. The baselines send the statements the store sends, for
-the same columns (tests/test_bench_baselines.py holds them to it); under the table, what
+the same columns (tests/project/test_bench_baselines.py holds them to it); under the table, what
 each side sent for one call of each row.
 
 - load 20 / 200: ``store.window(max_messages=n)`` vs the same SELECT (tuples back);

@@ -120,7 +120,7 @@ class SQLitePlace:
 
 
 class PostgresPlace:
-    """Databases of the bench's own, created from template0 and dropped with FORCE (as ``tests/backends.py`` does)."""
+    """Databases of the bench's own, created from template0 and dropped with FORCE (as ``tests/helpers/backends.py`` does)."""
 
     def __init__(self) -> None:
         import sqlalchemy as sa

@@ -42,7 +42,7 @@ _HOMES = {  # every public name, with the module it comes from: __all__ and the 
     "UserContent": "content",
 }
 
-__all__ = [  # a literal, so documentation tools that read the source find the public names (held equal to _HOMES by tests/test_packaging.py)
+__all__ = [  # a literal, so documentation tools that read the source find the public names (held equal to _HOMES by tests/project/test_packaging.py)
     "ApprovalRequest",
     "BudgetRequest",
     "ChatMessage",
@@ -88,7 +88,7 @@ def _installed_version() -> str:
 
 __getattr__: Callable[[str], Any] = lazy_names(__name__, _HOMES, {"__version__": _installed_version})
 
-if TYPE_CHECKING:  # the same names for type checkers (tests/test_packaging.py holds them to _HOMES)
+if TYPE_CHECKING:  # the same names for type checkers (tests/project/test_packaging.py holds them to _HOMES)
     from .agent import OmniCoreAgent as OmniCoreAgent
     from .content import ContentPart as ContentPart, UserContent as UserContent
     from .errors import (

@@ -3,7 +3,7 @@
 Each dict is a ``TypedDict``, so an editor completes ``result["response"]`` and
 ``mypy --strict`` knows it is ``str | None``. Keys marked "optional" below appear only when
 the note says so (Python 3.10 has no ``NotRequired``, hence the split base classes).
-tests/test_result_types.py compares real results with these declarations.
+tests/runs/test_result_types.py compares real results with these declarations.
 """
 
 from __future__ import annotations

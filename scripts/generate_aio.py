@@ -8,7 +8,7 @@ Run it after changing a public method of a blocking class:
     python scripts/generate_aio.py          # rewrite omnisync/aio.py
     python scripts/generate_aio.py --check  # exit 1 when the committed module is stale
 
-tests/test_aio_source.py fails when the committed module differs from what this writes. The
+tests/project/test_aio_source.py fails when the committed module differs from what this writes. The
 export list is written once, in omnisync/__init__.py: omnisync.aio exports the same names
 (its own twins in place of the blocking classes) and what only it has.
 """

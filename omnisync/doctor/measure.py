@@ -28,7 +28,7 @@ def median_round_trip_ms(ping: Callable[[], object]) -> float:
 
 def judge_latency(report: Report, trips: int, ping: Callable[[], object]) -> None:
     """``trips``: about what one ``run()`` of one model call sends to the store, each kind's
-    ``ROUND_TRIPS_PER_RUN`` (the bounds tests/test_round_trips.py holds)."""
+    ``ROUND_TRIPS_PER_RUN`` (the bounds tests/stores/test_round_trips.py holds)."""
     median = median_round_trip_ms(ping)
     cost = f"{median:.2f} ms a round trip (median of {PINGS}); a run makes about {trips}: {median * trips:.1f} ms of each run"
     if median > SLOW_ROUND_TRIP_MS:

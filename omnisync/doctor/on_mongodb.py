@@ -10,7 +10,7 @@ from .reach import explain
 from .report import FAIL, OK, WARN, Report
 
 ROUND_TRIPS_PER_RUN = 11
-"""About what one ``run()`` of one model call sends to the store (pymongo's command events): tests/test_round_trips.py holds it."""
+"""About what one ``run()`` of one model call sends to the store (pymongo's command events): tests/stores/test_round_trips.py holds it."""
 
 FERRETDB_TESTED = (1, 24)
 

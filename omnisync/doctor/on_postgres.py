@@ -15,7 +15,7 @@ from .report import FAIL, OK, Report
 from .schema import judge_sql_schema
 
 ROUND_TRIPS_PER_RUN = 6
-"""About what one ``run()`` of one model call sends to the store (SQLAlchemy's statement events): tests/test_round_trips.py holds it."""
+"""About what one ``run()`` of one model call sends to the store (SQLAlchemy's statement events): tests/stores/test_round_trips.py holds it."""
 
 POSTGRES_FLOOR = (10,)
 POSTGRES_NEEDS = "psycopg 3's oldest; the statements alone need 9.5, for INSERT ... ON CONFLICT ... RETURNING"

@@ -13,7 +13,7 @@ from .reach import explain
 from .report import FAIL, OK, WARN, Report
 
 ROUND_TRIPS_PER_RUN = 3
-"""About what one ``run()`` of one model call sends to the store (redis-py's packed sends, a pipeline being one): tests/test_round_trips.py holds it."""
+"""About what one ``run()`` of one model call sends to the store (redis-py's packed sends, a pipeline being one): tests/stores/test_round_trips.py holds it."""
 
 REDIS_FLOOR = (4, 0)
 REDIS_NEEDS = "the store's scripts set several hash fields in one HSET"

@@ -1,7 +1,7 @@
 """``GET /openapi.json``: the routes of the app, their parameters, bodies and answers, declared by hand.
 
 Declared here rather than read from docstrings, so the description needs no YAML parser and
-each shape is written once. tests/test_serve_schema.py runs schemathesis against a live server
+each shape is written once. tests/serve/test_serve_schema.py runs schemathesis against a live server
 with it: no 5xx, every answer in its declared shape. The result and record objects list the
 keys every one has and allow more, so a key added to a result does not break old clients.
 """

@@ -781,7 +781,7 @@ def prepare_sqlite_connection(dbapi_connection: Any, in_memory: bool) -> None:
 def _set_wal(cursor: Any) -> None:
     """WAL mode, waited for: turning a new file to WAL needs the file to itself, and SQLite does
     not wait for that on its busy timeout, so two processes opening one new file at once could
-    fail with "database is locked" (seen in CI, tests/test_durable_runs.py)."""
+    fail with "database is locked" (seen in CI, tests/runs/test_durable_runs.py)."""
     waited_until = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
     pause = 0.01
     while True:
