@@ -15,24 +15,22 @@ transaction: no row travels to the client, O(n) in the rows copied inside the da
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ...messages import ACTIVE, INACTIVE, Message
+from ...messages import ACTIVE, INACTIVE
 from ...search.hits import Found
 from ...search.terms import message_terms
 from . import schema
+from .rows import hit_message, micros, row_content
 
 FTS_TABLE = "omnisync_messages_fts"
 GIN_INDEX = "ix_omnisync_messages_terms"
 REINDEX_PAGE = 1000
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_CONTENT_PARTS = "_omnisync_content_parts"  # as omnisync.stores.sql marks a row of content parts
 
 _SQLITE_DDL = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(terms, content='omnisync_messages', "
@@ -101,7 +99,7 @@ def reindex_rows(conn: Connection, agent: str | None) -> int:
         rows = conn.execute(query).all()
         changed = []
         for row in rows:
-            terms = message_terms(_content(row[3], row[4]))
+            terms = message_terms(row_content(row[3], row[4]))
             indexed += terms is not None
             if terms != row[5]:
                 changed.append({"a": row[0], "s": row[1], "q": row[2], "terms": terms})
@@ -137,10 +135,10 @@ def search_rows(
         params["session_id"] = session_id
     if before is not None:
         filters.append("AND m.created_at_us < :before")
-        params["before"] = _micros(before)
+        params["before"] = micros(before)
     if after is not None:
         filters.append("AND m.created_at_us > :after")
-        params["after"] = _micros(after)
+        params["after"] = micros(after)
     if conn.dialect.name == "sqlite":
         params["query"] = " ".join('"' + term.replace('"', '""') + '"' for term in terms)
         statement = _SQLITE_SEARCH
@@ -148,7 +146,7 @@ def search_rows(
         params["query"] = " ".join(terms)
         statement = _POSTGRES_SEARCH
     rows = conn.execute(sa.text(statement.replace("{filters}", " ".join(filters))), params).all()
-    return [Found(float(row[6]), _message(agent, row)) for row in rows]
+    return [Found(float(row[6]), hit_message(agent, row)) for row in rows]
 
 
 def copy_rows(conn: Connection, agent: str, source: str, target: str, last_seq: int) -> int:
@@ -159,7 +157,7 @@ def copy_rows(conn: Connection, agent: str, source: str, target: str, last_seq: 
         even = int(top) // 2 * 2
         counters = schema.sessions
         key = (counters.c.agent == agent) & (counters.c.session_id == target)
-        now = int((datetime.now(timezone.utc) - _EPOCH) / timedelta(microseconds=1))
+        now = micros(datetime.now(timezone.utc))
         if conn.execute(counters.update().where(key).values(last_seq=sa.func.max(counters.c.last_seq, even) if conn.dialect.name == "sqlite" else sa.func.greatest(counters.c.last_seq, even), updated_at_us=now)).rowcount == 0:
             conn.execute(counters.insert().values(agent=agent, session_id=target, last_seq=even, updated_at_us=now))
     return copied
@@ -169,27 +167,3 @@ def deactivate_rows(conn: Connection, agent: str, session_id: str, first_seq: in
     """Mark the active rows in the range inactive; return how many."""
     in_range = (_m.agent == agent) & (_m.session_id == session_id) & (_m.status == ACTIVE) & (_m.seq >= first_seq) & (_m.seq <= last_seq)
     return int(conn.execute(schema.messages.update().where(in_range).values(status=INACTIVE)).rowcount)
-
-
-def _content(content: str | None, metadata: str | None) -> Any:
-    if content is not None and metadata and _CONTENT_PARTS in metadata and json.loads(metadata).get(_CONTENT_PARTS):
-        return json.loads(content)
-    return content
-
-
-def _message(agent: str, row: Sequence[Any]) -> Message:
-    metadata = json.loads(row[4]) if row[4] else {}
-    parts = metadata.pop(_CONTENT_PARTS, False)
-    return Message(
-        role=row[2],
-        content=json.loads(row[3]) if parts else row[3],
-        metadata=metadata,
-        agent=agent,
-        session_id=row[0],
-        seq=int(row[1]),
-        created_at=_EPOCH + timedelta(microseconds=int(row[5])),
-    )
-
-
-def _micros(moment: datetime) -> int:
-    return int((moment - _EPOCH) / timedelta(microseconds=1))

@@ -23,6 +23,7 @@ from ...errors import StoreError
 from ...messages import Message
 from ...run_record import RunRecord
 from ..base import run_conflict
+from .rows import rows_messages
 from .store import (
     INSERT_MESSAGE,
     INSERT_RUN,
@@ -36,7 +37,6 @@ from .store import (
     counter_params,
     place_messages,
     prepare_sqlite_connection,
-    rows_messages,
     run_key,
     run_values,
 )

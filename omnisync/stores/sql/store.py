@@ -25,16 +25,15 @@ import sqlite3
 import select
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from ..._logging import logger
 from ...errors import MissingDependencyError, StoreError
 from ...messages import ACTIVE, INACTIVE, Message, utcnow
 from ...run_record import FINISHED_STATUSES, RUN, RunRecord
-from ...search.terms import message_terms
 from ..registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from ..base import (
     MAX_EVENTS_READ,
@@ -67,14 +66,13 @@ from . import pooling as postgres_pooling, search as sql_search
 
 from .. import call_deadline
 from . import migrations, schema
+from .rows import from_micros, message_row, micros, rows_messages
 from .retry import saved_again_on_a_fresh_connection
 from .. import copy_by_replay
 from ...search.hits import Found
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # A row of content parts keeps them as JSON text in ``content`` and says so in ``metadata``
 # (taken out again on reading), so every row written before parts existed reads as text.
-_CONTENT_PARTS = "_omnisync_content_parts"
 _m = schema.messages.c
 # A message's columns but those a session's WHERE clause fixes (agent, session_id, status),
 # in the order row_message reads them.
@@ -237,7 +235,7 @@ class SQLStore(MemoryStore):
         data-modifying CTE the insert reads), atomic on its own: one round trip, not four."""
         now = utcnow()
         written, rows = place_messages(agent, session_id, messages, 0, now)  # seq relative to the counter's new value
-        last_seq = max(seq for (seq,) in self._rows_of(APPEND, append_params(agent, session_id, rows, _micros(now)), write=True))
+        last_seq = max(seq for (seq,) in self._rows_of(APPEND, append_params(agent, session_id, rows, micros(now)), write=True))
         for message in written:
             message.seq += last_seq
         return written
@@ -255,7 +253,7 @@ class SQLStore(MemoryStore):
         saved = record.evolve(version=expected_version + 1, **({"first_written_seq": stand_in} if stand_in is not None else {}))
         marker = f'"first_written_seq":{stand_in}' if stand_in is not None else ""  # the statement writes the first seq there
         params = {
-            **append_params(agent, session_id, rows, _micros(now)),
+            **append_params(agent, session_id, rows, micros(now)),
             **run_values(saved),
             **run_key(record, expected_version),
             "marker": marker,
@@ -567,7 +565,7 @@ class SQLStore(MemoryStore):
 
 def counter_params(agent: str, session_id: str, count: int) -> dict[str, Any]:
     """The values of the seq counter's upsert for an append of ``count`` messages."""
-    return {"agent": agent, "session_id": session_id, "step": SEQ_STEP * count, "now": _micros(utcnow())}
+    return {"agent": agent, "session_id": session_id, "step": SEQ_STEP * count, "now": micros(utcnow())}
 
 
 def place_messages(
@@ -578,7 +576,7 @@ def place_messages(
     now = now or utcnow()
     first = last_seq - SEQ_STEP * (len(messages) - 1)
     written = [m.placed(agent=agent, session_id=session_id, seq=first + SEQ_STEP * i, created_at=now) for i, m in enumerate(messages)]
-    now_us = _micros(now)  # once: converting a time costs more than the rest of a row
+    now_us = micros(now)  # once: converting a time costs more than the rest of a row
     return written, [message_row(m, now_us) for m in (written if seal is None else map(seal, written))]
 
 
@@ -812,7 +810,7 @@ def _configure_sqlite(engine: Engine) -> None:
 
 def _session_info(row: Sequence[Any]) -> SessionInfo:
     """A row of SESSIONS: agent, session_id, count, last write (µs)."""
-    return SessionInfo(row[0], row[1], int(row[2]), _from_micros(row[3]))
+    return SessionInfo(row[0], row[1], int(row[2]), from_micros(row[3]))
 
 
 def _text(value: str) -> Any:
@@ -822,71 +820,6 @@ def _text(value: str) -> Any:
 
 def _session_key(agent: str, session_id: str) -> Any:
     return (schema.messages.c.agent == agent) & (schema.messages.c.session_id == session_id)
-
-
-def message_row(message: Message, created_at_us: int | None = None) -> dict[str, Any]:
-    """The message's column values; ``created_at_us`` its time in µs, if the caller has it already."""
-    content, metadata = message.content, message.metadata
-    if isinstance(content, list):
-        content, metadata = json.dumps(content, ensure_ascii=False), {**metadata, _CONTENT_PARTS: True}
-    elif _CONTENT_PARTS in metadata:
-        metadata = {key: value for key, value in metadata.items() if key != _CONTENT_PARTS}
-    return {
-        "agent": message.agent,
-        "session_id": message.session_id,
-        "seq": message.seq,
-        "role": message.role,
-        "content": content,
-        "tool_calls": json.dumps(message.tool_calls, ensure_ascii=False) if message.tool_calls else None,
-        "tool_call_id": message.tool_call_id,
-        "name": message.name,
-        "status": message.status,
-        "run_id": message.run_id,
-        "tokens": message.tokens,
-        "created_at_us": _micros(message.created_at) if created_at_us is None else created_at_us,  # type: ignore[arg-type]
-        "metadata": json.dumps(metadata, ensure_ascii=False) if metadata else None,
-        "terms": message_terms(message.content),
-    }
-
-
-def rows_messages(rows: Iterable[Sequence[Any]], agent: str, session_id: str, status: str | None = ACTIVE) -> list[Message]:
-    """Messages from rows of MESSAGE_COLUMNS, in the session the query named (with ``status``
-    None, each row ends with its status). A run's messages share their write time, and
-    consecutive rows with the same time share one datetime: converting it is a third of a row's cost."""
-    loads = json.loads
-    messages = []
-    last_micros, moment = None, _EPOCH
-    for row in rows:
-        micros = row[9]
-        if micros != last_micros:
-            last_micros, moment = micros, _EPOCH + timedelta(microseconds=micros)
-        metadata = loads(row[5]) if row[5] else {}
-        messages.append(
-            Message(
-                row[0],
-                loads(row[1]) if metadata and metadata.pop(_CONTENT_PARTS, False) else row[1],
-                loads(row[2]) if row[2] else None,
-                row[3],
-                row[4],
-                metadata,
-                row[6],
-                row[7],
-                agent,
-                session_id,
-                row[8],
-                row[10] if status is None else status,
-                moment,
-            )
-        )
-    return messages
-
-
-def _micros(moment: datetime) -> int:
-    return int(moment.timestamp() * 1_000_000)
-
-
-def _from_micros(value: int | None) -> datetime | None:
-    return None if value is None else _EPOCH + timedelta(microseconds=value)
 
 
 @contextmanager
