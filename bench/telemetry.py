@@ -20,8 +20,9 @@ layout, its core) holds for the whole bench:
   InMemoryMetricReader (goal: within 1.3x).
 
 Prints medians of the time per run and their ratios to the baseline (the goals are on these),
-the first quartiles and theirs (a busy machine's waits add the same time to every side, which
-brings a ratio of medians closer to 1), and the load average.
+the first quartiles and theirs (on a busy machine other work's waits fall on some runs and
+not others and move the medians' ratio from one bench run to the next, either way; the first
+quartile is mostly runs no other work delayed), and the load average.
 A measurement, not a test: it asserts nothing.
 """
 
@@ -199,8 +200,7 @@ def main() -> None:
 
 
 def quartile(times: list[float]) -> float:
-    """The first quartile: on a busy machine the runs least delayed by other work, whose ratio
-    the waits of the rest (the same for every side) do not dilute."""
+    """The first quartile: on a busy machine, mostly runs that no other work delayed."""
     return statistics.quantiles(times, n=4)[0]
 
 if __name__ == "__main__":
