@@ -9,6 +9,7 @@ A streamed call's span ends when its stream does. Inside a run it is a child of 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,11 +33,7 @@ class ChatCall:
         from opentelemetry import trace
 
         scope = current_scope()
-        self._attributes: dict[str, Any] = {attr.OPERATION: attr.CHAT, attr.PROVIDER: config.provider, attr.REQUEST_MODEL: config.model}
-        address = urlsplit(config.base_url)
-        if address.hostname:
-            self._attributes[attr.SERVER_ADDRESS] = address.hostname
-            self._attributes[attr.SERVER_PORT] = address.port or (443 if address.scheme == "https" else 80)
+        self._attributes: dict[str, Any] = {attr.OPERATION: attr.CHAT, attr.PROVIDER: config.provider, attr.REQUEST_MODEL: config.model, **_server(config.base_url)}
         span_attributes = {**self._attributes, attr.CHAT_PURPOSE: scope.purpose if scope else attr.STEP, **(scope.attributes() if scope else {})}
         if streaming:
             span_attributes["omnisync.chat.streamed"] = True
@@ -55,19 +52,21 @@ class ChatCall:
         if span is None:
             return completion
         self._span = None
+        answer: dict[str, Any] = {}  # set in one call: the SDK locks and checks the span for each
         if completion.model:
-            span.set_attribute(attr.RESPONSE_MODEL, completion.model)
+            answer[attr.RESPONSE_MODEL] = completion.model
         if completion.id:
-            span.set_attribute(attr.RESPONSE_ID, completion.id)
+            answer[attr.RESPONSE_ID] = completion.id
         if completion.finish_reason:
-            span.set_attribute(attr.FINISH_REASONS, [completion.finish_reason])
+            answer[attr.FINISH_REASONS] = (completion.finish_reason,)
         usage = completion.usage or {}
         if isinstance(usage.get("prompt_tokens"), int):
-            span.set_attribute(attr.INPUT_TOKENS, usage["prompt_tokens"])
+            answer[attr.INPUT_TOKENS] = usage["prompt_tokens"]
         if isinstance(usage.get("completion_tokens"), int):
-            span.set_attribute(attr.OUTPUT_TOKENS, usage["completion_tokens"])
+            answer[attr.OUTPUT_TOKENS] = usage["completion_tokens"]
         if self._capture:
-            span.set_attribute(attr.OUTPUT_MESSAGES, content.messages([completion.message()]))
+            answer[attr.OUTPUT_MESSAGES] = content.messages([completion.message()])
+        span.set_attributes(answer)
         span.end()
         measured = {**self._attributes, **({attr.RESPONSE_MODEL: completion.model} if completion.model else {})}
         metrics.model_call(measured, time.perf_counter() - self._started, usage)
@@ -91,3 +90,12 @@ class ChatCall:
         self._span = None
         span.set_attribute("omnisync.chat.stopped", True)
         span.end()
+
+
+@functools.lru_cache(maxsize=64)
+def _server(base_url: str) -> dict[str, Any]:
+    """``server.address`` and ``server.port`` of a model's URL (parsed once per URL; read only)."""
+    address = urlsplit(base_url)
+    if not address.hostname:
+        return {}
+    return {attr.SERVER_ADDRESS: address.hostname, attr.SERVER_PORT: address.port or (443 if address.scheme == "https" else 80)}

@@ -19,10 +19,13 @@ import functools
 import inspect
 import time
 from collections.abc import Callable, Generator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import api, attributes as attr, content, metrics
 from .spans import RunScope, error_type, record_error, with_scope
+
+if TYPE_CHECKING:
+    from ..run_events import RunFinished, RunPaused, RunStarted
 
 _Yield = TypeVar("_Yield")
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -30,14 +33,15 @@ _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 def traced_run(method: _Method) -> _Method:
     """Wrap the run loop a Runner method returns in its ``invoke_agent`` span (a no-op without opentelemetry)."""
-    signature = inspect.signature(method)
+    parameters = list(inspect.signature(method).parameters)[1:]  # after the runner
+    session_at = parameters.index("session_id") if "session_id" in parameters else None
 
     @functools.wraps(method)
     def traced(runner: Any, *args: Any, **kwargs: Any) -> Any:
         steps = method(runner, *args, **kwargs)
         if not api.active():
             return steps
-        session_id = signature.bind(runner, *args, **kwargs).arguments.get("session_id")
+        session_id = kwargs.get("session_id", args[session_at] if session_at is not None and session_at < len(args) else None)
         capture = content.capturing(getattr(runner.config, "capture_message_content", False))
         return TracedSteps(steps, runner.agent, session_id, resumed=method.__name__ == "resume", capture_content=capture)
 
@@ -120,26 +124,24 @@ class TracedSteps(Generator[Any, Any, Any]):
     # --- what the events tell the span -------------------------------------------------------
 
     def _saw(self, event: Any) -> None:
-        from ..run_events import RunFinished, RunPaused, RunStarted
-
-        if isinstance(event, RunStarted):
-            self.span.set_attribute(attr.RUN_ID, event.run_id)
+        started, ending, paused = _run_events()
+        if isinstance(event, started):
+            self.scope.tell(attr.RUN_ID, event.run_id)
             if self.scope.session_id is None:
                 self.scope.session_id = event.session_id
-                self.span.set_attribute(attr.CONVERSATION, event.session_id)
-        elif isinstance(event, (RunPaused, RunFinished)):
-            self._ending(event.result, paused=isinstance(event, RunPaused))
+                self.scope.tell(attr.CONVERSATION, event.session_id)
+        elif isinstance(event, ending):
+            self._ending(event.result, paused=isinstance(event, paused))
 
     def _ending(self, result: Any, *, paused: bool) -> None:
         status = result["status"]
         self._status = status
         span = self.span
-        span.set_attribute(attr.RUN_STATUS, status)
         usage = result.get("usage") or {}
         if isinstance(usage.get("prompt_tokens"), int):
-            span.set_attribute(attr.INPUT_TOKENS, usage["prompt_tokens"])
+            self.scope.tell(attr.INPUT_TOKENS, usage["prompt_tokens"])
         if isinstance(usage.get("completion_tokens"), int):
-            span.set_attribute(attr.OUTPUT_TOKENS, usage["completion_tokens"])
+            self.scope.tell(attr.OUTPUT_TOKENS, usage["completion_tokens"])
         if paused:
             for approval in result.get("approvals") or ():
                 span.add_event("omnisync.run.awaiting_approval", {attr.TOOL_NAME: approval["tool"], attr.TOOL_CALL_ID: approval["id"]})
@@ -148,7 +150,7 @@ class TracedSteps(Generator[Any, Any, Any]):
         elif status == "failed":
             record_error(span, "omnisync.run_failed")
         elif self.scope.capture_content and result.get("response"):
-            span.set_attribute(attr.OUTPUT_MESSAGES, content.as_json([{"role": "assistant", "parts": [{"type": "text", "content": result["response"]}]}]))
+            self.scope.tell(attr.OUTPUT_MESSAGES, content.as_json([{"role": "assistant", "parts": [{"type": "text", "content": result["response"]}]}]))
 
     def _end(self, error: BaseException | None = None) -> None:
         if self._ended:
@@ -158,12 +160,22 @@ class TracedSteps(Generator[Any, Any, Any]):
             record_error(self.span, error)
             self._status = self._status or "failed"
         status = self._status or "cancelled"
-        self.span.set_attribute(attr.RUN_STATUS, status)
+        self.scope.tell(attr.RUN_STATUS, status)
+        self.scope.told_to_span()
         attributes = dict(self._metric_attributes)
         if error is not None and not isinstance(error, GeneratorExit):
             attributes[attr.ERROR_TYPE] = error_type(error)
         metrics.run_ended(attributes, time.perf_counter() - self._started, status)
         self.span.end()
+
+
+@functools.cache
+def _run_events() -> tuple[type[RunStarted], tuple[type[RunPaused], type[RunFinished]], type[RunPaused]]:
+    """RunStarted, the events that end a run's steps, and RunPaused (imported at the first run:
+    omnisync.run_events imports this package)."""
+    from ..run_events import RunFinished, RunPaused, RunStarted
+
+    return RunStarted, (RunPaused, RunFinished), RunPaused
 
 
 def within_run(steps: Any, reply: Generator[_Yield, None, Any]) -> Generator[_Yield, None, Any]:

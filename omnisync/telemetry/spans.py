@@ -27,7 +27,7 @@ class RunScope:
     span: Any = None  # the run's own span, told the model it calls by its first chat span
     capture_content: bool = False
     purpose: str = attr.STEP
-    described: set[str] = field(default_factory=set)
+    told: dict[str, Any] = field(default_factory=dict)  # the span's attributes learned while it runs
 
     def attributes(self) -> dict[str, Any]:
         found: dict[str, Any] = {attr.AGENT_NAME: self.agent}
@@ -36,10 +36,19 @@ class RunScope:
         return found
 
     def describe(self, name: str, value: Any) -> None:
-        """Set an attribute on the run's span once (the model of its first call)."""
-        if self.span is not None and name not in self.described and value is not None:
-            self.described.add(name)
-            self.span.set_attribute(name, value)
+        """Tell the run's span an attribute it learned (the first value named holds: the model of its first call)."""
+        if value is not None:
+            self.told.setdefault(name, value)
+
+    def tell(self, name: str, value: Any) -> None:
+        """Tell the run's span an attribute, replacing what it held (its status as the run goes on)."""
+        self.told[name] = value
+
+    def told_to_span(self) -> None:
+        """Set what the span learned, in one call, just before it ends (the SDK takes a lock and
+        checks the span for each call: one call instead of one per attribute)."""
+        if self.told and self.span is not None:
+            self.span.set_attributes(self.told)
 
 
 @functools.cache

@@ -1,10 +1,12 @@
-"""Spans for the store calls that take a round trip: ``omnisync.store.{operation}``.
+"""Spans for the store calls that take a network round trip: ``omnisync.store.{operation}``.
 
 :func:`traced_store` wraps, on one store object, each method of the contract that reaches the
-server (the in-process store has none to wrap). A span names the operation, the database
-(``db.system.name``: ``sqlite``, ``postgresql``, ``redis``, ``mongodb``) and omnisync's store
-kind, and the session (``gen_ai.conversation.id``) when the call or its run has one; never a
-statement or a value.
+server. The stores whose calls stay in this process have none: the in-process store, and
+SQLite (a library reading a file: no server, no round trip; its calls take tens of
+microseconds, about what a span costs the SDK, so they stay part of the run's own time). A
+span names the operation, the database (``db.system.name``: ``postgresql``, ``redis``,
+``mongodb``) and omnisync's store kind, and the session (``gen_ai.conversation.id``) when the
+call or its run has one; never a statement or a value.
 """
 
 from __future__ import annotations
@@ -47,14 +49,17 @@ ROUND_TRIPS = (
     "reindex",
 )
 _IN_PROCESS = "in_memory"
+_IN_THIS_PROCESS = ("sqlite",)  # databases whose calls make no round trip: no span
 _INSIDE: ContextVar[bool] = ContextVar("omnisync_store_call", default=False)
 
 
 def traced_store(store: MemoryStore) -> MemoryStore:
-    """``store`` with its round trips traced (the same object; unchanged without opentelemetry or in process)."""
+    """``store`` with its round trips traced (the same object; unchanged without opentelemetry, in process or on SQLite)."""
     if not api.enabled() or store.kind == _IN_PROCESS or getattr(store, "_omnisync_traced", False):
         return store
     system = database_system(store)
+    if system in _IN_THIS_PROCESS:
+        return store
     for name in ROUND_TRIPS:
         method = getattr(store, name, None)
         if method is not None:
@@ -109,7 +114,7 @@ def _traced(method: Callable[..., Any], operation: str, system: str, kind: str) 
 
 def _learn_session(span: Any, scope: RunScope | None, result: Any) -> None:
     """A run record read by a resume names its session: this span's, and the rest of the run's."""
-    from ..run_record import RUN, RunRecord
+    from ..run_record import RUN, RunRecord  # here: the store modules import this one
 
     record = result if isinstance(result, RunRecord) else None
     if record is None or record.kind != RUN:

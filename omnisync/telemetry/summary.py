@@ -45,3 +45,4 @@ def summarizing(
             raise
         finally:
             context.detach(token)
+            scope.told_to_span()

@@ -19,7 +19,7 @@ def run_tool(tool: Tool, call: dict[str, Any]) -> str:
     arguments = call["function"].get("arguments") or "{}"
     if not api.tracing():
         return tool.call(arguments)
-    from opentelemetry import trace
+    from opentelemetry import context, trace
 
     name = call["function"]["name"]
     scope = current_scope()
@@ -33,17 +33,20 @@ def run_tool(tool: Tool, call: dict[str, Any]) -> str:
     capture = scope.capture_content if scope is not None else content.capturing()
     if capture:
         attributes[attr.TOOL_ARGUMENTS] = content.redacted(arguments if isinstance(arguments, str) else content.as_json(arguments))
-    with api.tracer().start_as_current_span(
-        f"{attr.EXECUTE_TOOL} {name}", kind=trace.SpanKind.INTERNAL, attributes=attributes, record_exception=False, set_status_on_exception=False
-    ) as span:
-        try:
-            result = tool.call(arguments)
-        except BaseException as error:
-            record_error(span, error)
-            raise
+    span = api.tracer().start_span(f"{attr.EXECUTE_TOOL} {name}", kind=trace.SpanKind.INTERNAL, attributes=attributes)
+    token = context.attach(trace.set_span_in_context(span))  # the tool's own spans are its children
+    try:
+        result = tool.call(arguments)
+    except BaseException as error:
+        record_error(span, error)
+        raise
+    else:
         raised = _RAISED.match(result)
         if raised:  # the tool raised; the model is told, the span says which type only
             record_error(span, raised[1])
         if capture:
             span.set_attribute(attr.TOOL_RESULT, content.redacted(result))
         return result
+    finally:
+        context.detach(token)
+        span.end()
