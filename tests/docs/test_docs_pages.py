@@ -38,7 +38,7 @@ def test_the_version_policy_names_the_schema_version_the_code_writes():
     assert f"versions {older})" in policy
     every_older = f'@pytest.mark.parametrize("version", {list(range(1, SCHEMA_VERSION))})\n    def test_an_older_database_is_upgraded_and_keeps_its_data('
     for upgrade_tests in ("test_store_sqlite.py", "test_store_postgres.py"):  # the tests the page names
-        assert every_older in (ROOT / "tests" / upgrade_tests).read_text(encoding="utf-8"), upgrade_tests
+        assert every_older in (ROOT / "tests" / "stores" / upgrade_tests).read_text(encoding="utf-8"), upgrade_tests
 
 
 def test_the_site_includes_the_project_files_rather_than_copying_them():
