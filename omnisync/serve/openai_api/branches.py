@@ -18,7 +18,7 @@ async def session_at(agent: aio.OmniCoreAgent, session_id: str, run_id: str) -> 
     newest = next((m for m in reversed(history) if m.get("status") == "active"), None)
     if newest is None or newest.get("run_id") == run_id:
         return session_id
-    ends = [m["seq"] for m in history if m.get("run_id") == run_id]
+    ends = [seq for m in history if m.get("run_id") == run_id and (seq := m.get("seq")) is not None]
     if not ends:
         return session_id  # the run wrote nothing the session still holds: nothing to branch from
     try:
