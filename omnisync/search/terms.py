@@ -4,8 +4,8 @@ Every store indexes the terms this module gives, never the text itself: SQLite's
 PostgreSQL's ``tsvector`` index a column of them, MongoDB an array of them, the scan compares
 them. A term is a run of letters and digits, NFKC-normalised and case-folded; each CJK
 character is a term of its own (those scripts put no spaces between words). A sealed value
-(encryption at rest) gives no terms: a store with encryption on is searched by scanning its
-opened messages, and no word of it is ever written to an index.
+(encryption at rest) gives no terms: with encryption on, a store indexes the keyed hashes of
+the terms of the message in clear (:mod:`omnisync.search.keyed`), never a word.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def query_terms(query: str) -> list[str]:
 
 def searchable_text(content: str | list[dict[str, Any]] | None) -> str:
     """The text a message's content holds: itself, or its text parts joined (images and files are
-    not searched). Sealed content (encryption at rest) holds none: no term of it is stored."""
+    not searched). Sealed content (encryption at rest) holds none: its terms are hashed before it is sealed."""
     if isinstance(content, str):
         return "" if content.startswith(SEALED_PREFIX) else content
     if isinstance(content, list):

@@ -140,6 +140,7 @@ class MongoStore(MemoryStore):
     """Messages and runs in MongoDB (``MONGODB_URI``) or a wire-compatible server such as FerretDB."""
 
     kind = "mongodb"
+    keeps_search_index = True
 
     def __init__(
         self,
@@ -292,7 +293,7 @@ class MongoStore(MemoryStore):
         with self._errors(f"rewriting values of session {session_id!r}"):
             for message in messages:
                 document = _message_document(message)
-                values = {name: document[name] for name in ("content", "content_parts", "tool_calls", "metadata")}
+                values = {name: document[name] for name in ("content", "content_parts", "tool_calls", "metadata", "terms")}
                 found += self.messages.update_one({**_session(agent, session_id), "seq": message.seq}, {"$set": values}).matched_count
         return found
 
@@ -514,7 +515,7 @@ class MongoStore(MemoryStore):
 
     def reindex(self, agent: str | None = None) -> int:
         with self._errors("rebuilding the search terms"):
-            return mongo_search.reindex_documents(self.messages, _document_message, agent)
+            return mongo_search.reindex_documents(self.messages, _document_message, agent, self.sealed_terms)
 
     def _retire(self, in_range: dict[str, Any], delete: bool) -> int:
         if delete:

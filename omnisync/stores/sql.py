@@ -34,7 +34,7 @@ from .._logging import logger
 from ..errors import MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RUN, RunRecord
-from ..search.terms import message_terms
+from ..search.keyed import stored_terms_text
 from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
     MAX_EVENTS_READ,
@@ -137,6 +137,7 @@ class SQLStore(MemoryStore):
     """
 
     kind = "sql"
+    keeps_search_index = True
 
     def __init__(
         self,
@@ -408,11 +409,11 @@ class SQLStore(MemoryStore):
         if not messages:
             return 0
         rows = [message_row(m, 0) for m in messages]
-        values = [{"key_seq": row["seq"], **{f"v_{name}": row[name] for name in ("content", "tool_calls", "metadata")}} for row in rows]
+        values = [{"key_seq": row["seq"], **{f"v_{name}": row[name] for name in ("content", "tool_calls", "metadata", "terms")}} for row in rows]
         table = schema.messages
         change = table.update().where(_session_key(agent, session_id) & (table.c.seq == sa.bindparam("key_seq")))
         with self._tx(write=True) as conn:
-            change = change.values({name: sa.bindparam(f"v_{name}") for name in ("content", "tool_calls", "metadata")})
+            change = change.values({name: sa.bindparam(f"v_{name}") for name in ("content", "tool_calls", "metadata", "terms")})
             return int(conn.execute(change, values).rowcount)
 
     # --- editing and searching history (sql_search.py) --------------------------------
@@ -454,7 +455,7 @@ class SQLStore(MemoryStore):
     def reindex(self, agent: str | None = None) -> int:
         """Every message's terms written again from its content (and on SQLite, the FTS5 table rebuilt)."""
         with self._tx(write=True) as conn:
-            return sql_search.reindex_rows(conn, agent)
+            return sql_search.reindex_rows(conn, agent, self.sealed_terms)
 
     # --- runs -----------------------------------------------------------------------
 
@@ -896,7 +897,7 @@ def message_row(message: Message, created_at_us: int | None = None) -> dict[str,
         "tokens": message.tokens,
         "created_at_us": _micros(message.created_at) if created_at_us is None else created_at_us,  # type: ignore[arg-type]
         "metadata": json.dumps(metadata, ensure_ascii=False) if metadata else None,
-        "terms": message_terms(message.content),
+        "terms": stored_terms_text(message),
     }
 
 
