@@ -85,7 +85,7 @@ from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
 from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
-from . import mongo_search
+from . import mongo_copy, mongo_search
 from ..search.hits import Found
 from .base import (
     MAX_EVENTS_READ,
@@ -485,6 +485,11 @@ class MongoStore(MemoryStore):
                 if self._retire(in_range, delete) == 0:
                     break
         return written
+
+    def copy_session(self, agent: str, source_session_id: str, target_session_id: str, *, last_seq: int) -> int:
+        """The source's documents copied as they are, a batch of 1000 at a time (mongo_copy.py)."""
+        with self._errors(f"forking session {source_session_id!r}"):
+            return mongo_copy.copy_documents(self.messages, agent, source_session_id, target_session_id, last_seq)
 
     def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
         """Count the range's active messages, then mark them inactive (an update that only sets

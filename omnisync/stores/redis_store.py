@@ -101,6 +101,7 @@ from ..errors import ConfigurationError, MissingDependencyError, StoreError
 from ..redact import redact_url
 from ..messages import ACTIVE, INACTIVE, Message, utcnow
 from ..run_record import FINISHED_STATUSES, RunRecord
+from . import redis_copy
 from . import redis_scripts as scripts
 from .registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from .base import (
@@ -454,6 +455,10 @@ class RedisStore(MemoryStore):
         with self._errors():
             done = self._fold(keys=list(self._session_keys(agent, session_id)), args=args)
         return written if int(done) == 1 else None
+
+    def copy_session(self, agent: str, source_session_id: str, target_session_id: str, *, last_seq: int) -> int:
+        """The source's members copied as they are, both sets read at one moment (redis_copy.py)."""
+        return redis_copy.copy_members(self, agent, source_session_id, target_session_id, last_seq)
 
     def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
         """One script on the session's keys (``redis_lua/deactivate.lua``): the range's members move to the inactive set."""
