@@ -19,7 +19,8 @@ Rows, each from one run of this script (the load average is printed above the ta
   with encryption at rest"); the append's baseline is the same encrypted store with no index
   (triggers or GIN index dropped, no word hashed): what the hashed index adds to a sealed write.
 - fork N: ``store.copy_session`` of a session of N messages into a new one (the source's
-  history read by ``iter_history`` is the baseline: what a client-side copy must at least read).
+  history read by ``iter_history`` is the baseline: what a client-side copy must at least read);
+  on Redis and MongoDB also the replay (``copy_by_replay``) they forked by before.
 """
 
 from __future__ import annotations
@@ -201,6 +202,11 @@ def bench_fork(kind: str, store: MemoryStore, length: int, rows: list[tuple[str,
     took = timed(lambda: store.copy_session(AGENT, session, f"fork-{uuid.uuid4().hex[:8]}", last_seq=2**31 - 1))
     read = timed(lambda: sum(1 for _ in store.iter_history(AGENT, session, include_inactive=True)))
     rows.append((kind, f"fork {length:,} msgs", f"{took * 1e3:.0f} ms", "", f"{read * 1e3:.0f} ms (read only)", f"{took / read:.2f}x"))
+    if kind in ("redis", "mongodb"):  # what a fork cost before these stores copied on their own: a replay
+        from omnisync.stores.copy_by_replay import copy_by_replay
+
+        replayed = timed(lambda: copy_by_replay(store, AGENT, session, f"fork-{uuid.uuid4().hex[:8]}", 2**31 - 1))
+        rows.append((kind, f"fork {length:,} msgs by replay", f"{replayed * 1e3:.0f} ms", "", "", f"copy {took / replayed:.2f}x of replay"))
 
 
 def main() -> None:

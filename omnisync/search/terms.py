@@ -22,13 +22,19 @@ MAX_QUERY_TERMS = 32
 """A query's terms past this many are dropped."""
 
 _WORD = re.compile(r"[^\W_]+")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")  # _WORD on case-folded ASCII text
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def index_terms(text: str, limit: int = MAX_TERMS_PER_MESSAGE) -> list[str]:
     """The terms of ``text``, in order, repeats kept (they weigh in the score)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if folded.isascii():  # the same words as _WORD finds, by a cheaper pattern
+        return _ASCII_WORD.findall(folded)[:limit]
+    if not _CJK.search(folded):  # the words are the terms: one regex pass, not one a word
+        return _WORD.findall(folded)[:limit]
     terms: list[str] = []
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+    for word in _WORD.findall(folded):
         if _CJK.search(word):
             terms.extend(_split_cjk(word))
         else:
