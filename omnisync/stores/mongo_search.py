@@ -7,7 +7,9 @@ the same insert as the message (no second write to keep in step), with a multike
 ``(agent, terms)``. A search finds the active documents holding every term (``$all``), at most
 :data:`CANDIDATES` of them, and ranks them with BM25: the agent's message count and each
 term's document count are ``count_documents`` on that index (MongoDB answers them from it;
-FerretDB scans), a term's frequency and a message's length are read from the message.
+FerretDB scans), a term's frequency and a message's length are read from the message. A sealed
+message's document (encryption at rest) holds its keyed terms with repeats (omnisync.search.keyed),
+which give the frequency and length its content, sealed, cannot.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The SQL store's full-text search, fork copy and undo: SQLite FTS5 and PostgreSQL ``tsvector``.
 
-Both index ``omnisync_messages.terms``, the terms :func:`omnisync.search.terms.message_terms`
+Both index ``omnisync_messages.terms``, the terms :func:`omnisync.search.keyed.stored_terms_text`
 gives, written by the same INSERT as the message (so the index is never behind a write):
 
 - SQLite: an FTS5 table over that column (external content, keyed by the messages' rowid),
