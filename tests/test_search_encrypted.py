@@ -182,3 +182,15 @@ def test_cli_encrypt_then_search_and_reindex_with_the_keys(tmp_path, tag):
     assert result.returncode == 0 and "reindexed: 7 messages" in result.stdout, result
     hits = json.loads(cli("search", f"lisbon{tag}", "--agent", "helper", "--json", env=env).stdout)
     assert [(h["session_id"], h["seq"]) for h in hits] == EXPECTED["lisbon{t}"]
+
+
+def test_a_summary_folded_sealed_is_found_and_its_originals_are_not(raw, name, tag):
+    router = MemoryRouter(store=raw.store, encryption=keys())
+    store = router.store
+    store.append(name, "s", [Message(role="user", content=f"the ferry to tangier{tag} leaves at noon")])
+    first = store.history(name, "s")[0]
+    summary = Message("system", f"They asked about a ferry to Tangier{tag}.", metadata={"summary": {"first_seq": first.seq, "last_seq": first.seq}})
+    assert store.fold(name, "s", summary, first_seq=first.seq, last_seq=first.seq, expected_count=1, delete=False)
+    hits = found(store, name, f"tangier{tag}", tag)
+    assert hits == [("s", first.seq + 1)]  # the summary (the folded original is inactive)
+    assert f"tangier{tag}" not in raw_text(raw.store).casefold()
