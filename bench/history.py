@@ -14,8 +14,13 @@ Rows, each from one run of this script (the load average is printed above the ta
   dropped and no terms written: the least work that stores the same messages). Goal: under 1.2x.
 - agent.run(): a whole run (window of 20, an instant model server: bench/model_server.py), median
   of 200, with and without the index, interleaved: what the index adds to a run.
+- with ``--encrypted``, the same search and append rows on an encrypted store
+  (``EncryptedStore``), whose index holds keyed hashes of words (docs/history.md, "Search
+  with encryption at rest"); the append's baseline is the same encrypted store with no index
+  (triggers or GIN index dropped, no word hashed): what the hashed index adds to a sealed write.
 - fork N: ``store.copy_session`` of a session of N messages into a new one (the source's
-  history read by ``iter_history`` is the baseline: what a client-side copy must at least read).
+  history read by ``iter_history`` is the baseline: what a client-side copy must at least read);
+  on Redis and MongoDB also the replay (``copy_by_replay``) they forked by before.
 """
 
 from __future__ import annotations
@@ -133,14 +138,14 @@ def bench_writes(kind: str, store: MemoryStore, baseline: MemoryStore, rows: lis
     pairs = [[Message(role="user", content=text(rng), tokens=30), Message(role="assistant", content=text(rng), tokens=30)] for _ in range(APPENDS)]
     ours: list[float] = []
     base: list[float] = []
-    real_terms = sql_module.message_terms
+    real_terms = sql_module.stored_terms_text
     for i, pair in enumerate(pairs):  # interleaved, so both meet the same load
         ours.append(timed(lambda: store.append(AGENT + "-w", f"w{i % 20}", pair)))
-        sql_module.message_terms = lambda content: None  # type: ignore[assignment]
+        sql_module.stored_terms_text = lambda message: None  # type: ignore[assignment]
         try:
             base.append(timed(lambda: baseline.append(AGENT + "-w", f"w{i % 20}", pair)))
         finally:
-            sql_module.message_terms = real_terms
+            sql_module.stored_terms_text = real_terms
     ours_ms, base_ms = statistics.median(ours) * 1e3, statistics.median(base) * 1e3
     rows.append((kind, "append a run (2 msgs)", f"{ours_ms:.3f} ms", "", f"{base_ms:.3f} ms", f"{ours_ms / base_ms:.2f}x"))
 
@@ -152,22 +157,41 @@ def bench_runs(kind: str, store: MemoryStore, baseline: MemoryStore, rows: list[
 
     rng = random.Random(9)
     prompts = [text(rng) for _ in range(RUNS)]
-    real_terms = sql_module.message_terms
+    real_terms = sql_module.stored_terms_text
     with _model_server() as url:
         ours_agent, base_agent = _agent(store, url), _agent(baseline, url)
         ours: list[float] = []
         base: list[float] = []
         for i, prompt in enumerate(prompts):
             ours.append(timed(lambda: ours_agent.run(prompt, session_id=f"run{i % 10}")))
-            sql_module.message_terms = lambda content: None  # type: ignore[assignment]
+            sql_module.stored_terms_text = lambda message: None  # type: ignore[assignment]
             try:
                 base.append(timed(lambda: base_agent.run(prompt, session_id=f"run{i % 10}")))
             finally:
-                sql_module.message_terms = real_terms
+                sql_module.stored_terms_text = real_terms
         ours_agent.cleanup()
         base_agent.cleanup()
     ours_ms, base_ms = statistics.median(ours) * 1e3, statistics.median(base) * 1e3
     rows.append((kind, "agent.run() (instant model)", f"{ours_ms:.3f} ms", "", f"{base_ms:.3f} ms", f"{ours_ms / base_ms:.2f}x"))
+
+
+def bench_encrypted(kind: str, folder: str, count: int, rows: list[tuple[str, ...]]) -> None:
+    """Search and append on an encrypted store: its index of keyed hashes, and what that index adds to a sealed append."""
+    from omnisync.encryption import EncryptedStore, Encryption
+
+    encryption = Encryption({"bench": os.urandom(32)}, "bench")
+    store = EncryptedStore(open_store(kind, folder), encryption)
+    bare = open_store(kind, folder)
+    drop_index(bare)
+    bare.keeps_search_index = False  # type: ignore[misc]  # so the encrypting store hashes no word for it
+    baseline = EncryptedStore(bare, encryption)
+    try:
+        bench_search(f"{kind}, encrypted", store, count, rows)
+        bench_writes(f"{kind}, encrypted", store, baseline, rows)
+    finally:
+        for each in (store, baseline):
+            clean(each, kind)
+            each.close()
 
 
 def bench_fork(kind: str, store: MemoryStore, length: int, rows: list[tuple[str, ...]]) -> None:
@@ -178,12 +202,18 @@ def bench_fork(kind: str, store: MemoryStore, length: int, rows: list[tuple[str,
     took = timed(lambda: store.copy_session(AGENT, session, f"fork-{uuid.uuid4().hex[:8]}", last_seq=2**31 - 1))
     read = timed(lambda: sum(1 for _ in store.iter_history(AGENT, session, include_inactive=True)))
     rows.append((kind, f"fork {length:,} msgs", f"{took * 1e3:.0f} ms", "", f"{read * 1e3:.0f} ms (read only)", f"{took / read:.2f}x"))
+    if kind in ("redis", "mongodb"):  # what a fork cost before these stores copied on their own: a replay
+        from omnisync.stores.copy_by_replay import copy_by_replay
+
+        replayed = timed(lambda: copy_by_replay(store, AGENT, session, f"fork-{uuid.uuid4().hex[:8]}", 2**31 - 1))
+        rows.append((kind, f"fork {length:,} msgs by replay", f"{replayed * 1e3:.0f} ms", "", "", f"copy {took / replayed:.2f}x of replay"))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres", "redis", "mongodb"])
+    parser.add_argument("--encrypted", action="store_true", help="also search and append on an encrypted store (SQL stores)")
     parser.add_argument("--fork", type=int, nargs="*", default=[10_000, 100_000], help="session lengths to fork (none: no fork rows)")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}, cpus: {os.cpu_count()}")
@@ -202,6 +232,8 @@ def main() -> None:
                     finally:
                         clean(baseline, kind)
                         baseline.close()
+                    if args.encrypted:
+                        bench_encrypted(kind, folder, args.messages, rows)
                 for length in args.fork:
                     bench_fork(kind, store, length, rows)
             finally:

@@ -22,6 +22,7 @@ from . import sealing
 from .data_keys import DataKey, DataKeys
 from .envelope import aesgcm
 from .keys import Encryption
+from .search_key import SearchKeys, search_sealed, sealed_terms
 
 
 class EncryptedStore(MemoryStore):
@@ -35,7 +36,9 @@ class EncryptedStore(MemoryStore):
         self.encryption: Encryption = encryption
         self.data_keys: DataKeys = DataKeys(inner, encryption)
         self._run_sessions: dict[tuple[str, str], str] = {}
+        self.search_keys: SearchKeys = SearchKeys(self.data_keys)
         inner.message_seal = self.seal_placed
+        inner.sealed_terms = self._sealed_terms
 
     def __getattr__(self, name: str) -> Any:  # what only the backend has (its client, engine, kind...)
         if name == "inner":
@@ -50,8 +53,19 @@ class EncryptedStore(MemoryStore):
     # --- sealing and opening ------------------------------------------------------------
 
     def seal_placed(self, message: Message) -> Message:
-        """``message`` (its seq known) as stored: content, tool calls and metadata sealed."""
-        return sealing.seal_message(self.data_keys.for_writing(message.agent, message.session_id), message)
+        """``message`` (its seq known) as stored: content, tool calls and metadata sealed (and, for
+        a store with an index, the keyed hashes of its terms: omnisync.encryption.search_key)."""
+        sealed = sealing.seal_message(self.data_keys.for_writing(message.agent, message.session_id), message)
+        return self.search_keys.keyed(sealed, message) if self.inner.keeps_search_index else sealed
+
+    def _keys_for_writing(self, agent: str, session_id: str) -> None:
+        """The session's data key and the agent's search key, read before the store's write (inside which the seal runs)."""
+        self.data_keys.for_writing(agent, session_id)
+        if self.inner.keeps_search_index:
+            self.search_keys.hasher(agent)
+
+    def _sealed_terms(self, stored: Message) -> list[str]:
+        return sealed_terms(self, stored)
 
     def _opener(self, agent: str, session_id: str) -> sealing.Opener:
         def data_key(data_key_id: str, describe: str) -> DataKey:
@@ -97,7 +111,7 @@ class EncryptedStore(MemoryStore):
 
     def append(self, agent: str, session_id: str, messages: Sequence[Message]) -> list[Message]:
         if messages:
-            self.data_keys.for_writing(agent, session_id)  # read before the store's write, inside which the seal runs
+            self._keys_for_writing(agent, session_id)
         return self.inner.append(agent, session_id, messages)
 
     def latest(self, agent: str, session_id: str, limit: int, before_seq: int | None = None) -> list[Message]:
@@ -154,12 +168,12 @@ class EncryptedStore(MemoryStore):
         before: datetime | None = None,
         after: datetime | None = None,
     ) -> list[Found]:
-        """The bounded scan of opened messages (omnisync.search.scan): a sealed store's index holds
-        no words, so its backend's full-text index is not used."""
-        return MemoryStore.search_messages(self, agent, terms, session_id=session_id, limit=limit, before=before, after=after)
+        """The backend's index searched with the keyed hashes of ``terms``, the hits opened (a store
+        without an index: the bounded scan of opened messages); omnisync.encryption.search_key."""
+        return search_sealed(self, agent, terms, session_id, limit, before, after)
 
     def reindex(self, agent: str | None = None) -> int:
-        """As the store it wraps, which finds no words in sealed values: their terms stay empty."""
+        """As the store it wraps, each sealed message's keyed terms written from its opened content."""
         return self.inner.reindex(agent)
 
     def delete_message(self, agent: str, session_id: str, seq: int) -> bool:
@@ -184,7 +198,7 @@ class EncryptedStore(MemoryStore):
         delete: bool,
     ) -> Message | None:
         placed = summary.placed(agent=agent, session_id=session_id, seq=last_seq + 1, created_at=utcnow())
-        sealed = sealing.seal_message(self.data_keys.for_writing(agent, session_id), placed)
+        sealed = self.seal_placed(placed)
         written = self.inner.fold(agent, session_id, sealed, first_seq=first_seq, last_seq=last_seq, expected_count=expected_count, delete=delete)
         if written is None:
             return None
@@ -203,7 +217,7 @@ class EncryptedStore(MemoryStore):
         self, agent: str, session_id: str, messages: Sequence[Message], record: RunRecord, expected_version: int | None
     ) -> tuple[list[Message], RunRecord]:
         if messages:
-            self.data_keys.for_writing(agent, session_id)
+            self._keys_for_writing(agent, session_id)
         written, saved = self.inner.append_and_save_run(agent, session_id, messages, self._seal_record(record), expected_version)
         return written, self._as_given(saved, record)
 

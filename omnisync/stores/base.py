@@ -19,6 +19,7 @@ from ..errors import NotSerializableError, RunConflictError, StoreError
 from ..messages import Message
 from ..run_record import RUN, RUN_KINDS, RunRecord
 from ..search.hits import Found
+from ..search.keyed import SealedTerms
 from ..search.scan import bm25_search
 from .checked_calls import check_calls_of
 
@@ -69,6 +70,11 @@ class MemoryStore(ABC):
     message_seal: Callable[[Message], Message] | None = None
     """What a message becomes as written, once its seq is known (set by
     :class:`~omnisync.encryption.EncryptedStore`; None: written as it is). See :meth:`as_stored`."""
+    sealed_terms: SealedTerms | None = None
+    """The keyed terms of a sealed message the store holds (set by the EncryptedStore): what
+    :meth:`reindex` writes for it (:mod:`omnisync.search.keyed`)."""
+    keeps_search_index: ClassVar[bool] = False
+    """Whether :meth:`search_messages` reads an index the store keeps (else it scans)."""
 
     def as_stored(self, placed: Sequence[Message]) -> Sequence[Message]:
         """``placed`` messages (seq given) as :meth:`append` writes them: sealed when encryption is on."""

@@ -7,7 +7,9 @@ the same insert as the message (no second write to keep in step), with a multike
 ``(agent, terms)``. A search finds the active documents holding every term (``$all``), at most
 :data:`CANDIDATES` of them, and ranks them with BM25: the agent's message count and each
 term's document count are ``count_documents`` on that index (MongoDB answers them from it;
-FerretDB scans), a term's frequency and a message's length are read from the message.
+FerretDB scans), a term's frequency and a message's length are read from the message. A sealed
+message's document (encryption at rest) holds its keyed terms with repeats (omnisync.search.keyed),
+which give the frequency and length its content, sealed, cannot.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...messages import ACTIVE, Message
 from ...search.hits import Found
+from ...encryption.envelope import is_sealed
+from ...search.keyed import KeyedMessage, SealedTerms, terms_to_index
 from ...search.scan import B, K1
 from ...search.terms import index_terms, searchable_text
 
@@ -31,7 +35,10 @@ CANDIDATES = 10_000
 
 
 def document_terms(message: Message) -> list[str]:
-    """The ``terms`` field of a message's document: its distinct terms."""
+    """The ``terms`` field of a message's document: its distinct terms; a sealed message's keyed
+    terms, repeats kept (its content cannot be read to count them: omnisync.search.keyed)."""
+    if isinstance(message, KeyedMessage):
+        return message.keyed_terms
     return list(dict.fromkeys(index_terms(searchable_text(message.content))))
 
 
@@ -52,16 +59,17 @@ def search_documents(
         wanted["session_id"] = session_id
     if before is not None or after is not None:
         wanted["created_at"] = {**({"$lt": before} if before else {}), **({"$gt": after} if after else {})}
-    candidates = [to_message(doc) for doc in messages.find(wanted).sort("created_at", -1).limit(CANDIDATES)]
-    if not candidates:
+    documents = list(messages.find(wanted).sort("created_at", -1).limit(CANDIDATES))
+    if not documents:
         return []
+    candidates = [to_message(doc) for doc in documents]
     total = max(messages.count_documents({**scope, "terms": {"$exists": True, "$ne": []}}), 1)
     frequency = {term: messages.count_documents({**scope, "terms": term}) for term in terms}
-    lengths = [len(index_terms(searchable_text(m.content))) for m in candidates]
-    average = sum(lengths) / len(lengths)
+    owns = [doc.get("terms") or [] if is_sealed(m.content) else index_terms(searchable_text(m.content)) for doc, m in zip(documents, candidates)]
+    average = sum(map(len, owns)) / len(owns)
     scored = []
-    for message, length in zip(candidates, lengths):
-        own = index_terms(searchable_text(message.content))
+    for message, own in zip(candidates, owns):
+        length = len(own)
         score = 0.0
         for term in terms:
             tf = own.count(term)
@@ -72,8 +80,9 @@ def search_documents(
     return scored[:limit]
 
 
-def reindex_documents(messages: "Collection[Any]", to_message: Any, agent: str | None) -> int:
-    """Write every message document's ``terms`` again from its content; return how many hold terms."""
+def reindex_documents(messages: "Collection[Any]", to_message: Any, agent: str | None, sealed_terms: SealedTerms | None = None) -> int:
+    """Write every message document's ``terms`` again from its content (a sealed one's keyed
+    terms, by ``sealed_terms``); return how many hold terms."""
     from pymongo import UpdateOne
 
     query: dict[str, Any] = {"role": {"$exists": True}}
@@ -82,7 +91,8 @@ def reindex_documents(messages: "Collection[Any]", to_message: Any, agent: str |
     indexed = 0
     batch: list[Any] = []
     for doc in messages.find(query):
-        terms = document_terms(to_message(doc))
+        message = to_message(doc)
+        terms = terms_to_index(message, sealed_terms) if is_sealed(message.content) else document_terms(message)
         indexed += bool(terms)
         if doc.get("terms") != terms:
             batch.append(UpdateOne({"_id": doc["_id"]}, {"$set": {"terms": terms}}))

@@ -102,7 +102,8 @@ from ...redact import redact_url
 from ...messages import ACTIVE, INACTIVE, Message, utcnow
 from ...run_record import FINISHED_STATUSES, RunRecord
 from . import scripts
-from ..copy_by_replay import copy_by_replay
+from . import copy as redis_copy
+from ..copy_by_replay import refuse_unless_empty
 from ..registry import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT
 from ..base import (
     MAX_EVENTS_READ,
@@ -457,8 +458,9 @@ class RedisStore(MemoryStore):
         return written if int(done) == 1 else None
 
     def copy_session(self, agent: str, source_session_id: str, target_session_id: str, *, last_seq: int) -> int:
-        """By replay, a page at a time (the server cannot copy): O(n) in the messages copied."""
-        return copy_by_replay(self, agent, source_session_id, target_session_id, last_seq)
+        """The source's members copied as they are, both sets read at one moment (redis_copy.py)."""
+        refuse_unless_empty(self, agent, target_session_id)
+        return redis_copy.copy_members(self, agent, source_session_id, target_session_id, last_seq, _micros(utcnow()))
 
     def deactivate(self, agent: str, session_id: str, *, first_seq: int, last_seq: int, expected_count: int) -> bool:
         """One script on the session's keys (``redis_lua/deactivate.lua``): the range's members move to the inactive set."""

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ...messages import ACTIVE, Message
-from ...search.terms import message_terms
+from ...search.keyed import stored_terms_text
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 CONTENT_PARTS = "_omnisync_content_parts"
@@ -39,7 +39,7 @@ def message_row(message: Message, created_at_us: int | None = None) -> dict[str,
         "tokens": message.tokens,
         "created_at_us": micros(message.created_at) if created_at_us is None else created_at_us,  # type: ignore[arg-type]
         "metadata": json.dumps(metadata, ensure_ascii=False) if metadata else None,
-        "terms": message_terms(message.content),
+        "terms": stored_terms_text(message),
     }
 
 

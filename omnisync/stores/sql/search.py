@@ -1,6 +1,6 @@
 """The SQL store's full-text search, fork copy and undo: SQLite FTS5 and PostgreSQL ``tsvector``.
 
-Both index ``omnisync_messages.terms``, the terms :func:`omnisync.search.terms.message_terms`
+Both index ``omnisync_messages.terms``, the terms :func:`omnisync.search.keyed.stored_terms_text`
 gives, written by the same INSERT as the message (so the index is never behind a write):
 
 - SQLite: an FTS5 table over that column (external content, keyed by the messages' rowid),
@@ -22,9 +22,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ...messages import ACTIVE, INACTIVE
+from ...messages import ACTIVE, INACTIVE, Message
 from ...search.hits import Found
-from ...search.terms import message_terms
+from ...search.keyed import SealedTerms, terms_to_index
 from . import schema
 from .rows import hit_message, micros, row_content
 
@@ -84,10 +84,11 @@ def upgrade_messages_to_4(conn: Connection) -> None:
     reindex_rows(conn, None)
 
 
-def reindex_rows(conn: Connection, agent: str | None) -> int:
+def reindex_rows(conn: Connection, agent: str | None, sealed_terms: SealedTerms | None = None) -> int:
     """Write the terms of every message of ``agent`` (None: all) again, a page at a time; return how many hold terms.
 
-    On SQLite a rebuild of every agent also rebuilds the FTS5 table from the column."""
+    A sealed message's are its keyed terms, given by ``sealed_terms`` (none without it). On
+    SQLite a rebuild of every agent also rebuilds the FTS5 table from the column."""
     after: tuple[str, str, int] | None = None
     indexed = 0
     while True:
@@ -99,7 +100,8 @@ def reindex_rows(conn: Connection, agent: str | None) -> int:
         rows = conn.execute(query).all()
         changed = []
         for row in rows:
-            terms = message_terms(row_content(row[3], row[4]))
+            stored = Message("", row_content(row[3], row[4]), agent=row[0], session_id=row[1], seq=row[2])
+            terms = " ".join(terms_to_index(stored, sealed_terms)) or None
             indexed += terms is not None
             if terms != row[5]:
                 changed.append({"a": row[0], "s": row[1], "q": row[2], "terms": terms})

@@ -137,6 +137,7 @@ class SQLStore(MemoryStore):
     """
 
     kind = "sql"
+    keeps_search_index = True
 
     def __init__(
         self,
@@ -386,11 +387,11 @@ class SQLStore(MemoryStore):
         if not messages:
             return 0
         rows = [message_row(m, 0) for m in messages]
-        values = [{"key_seq": row["seq"], **{f"v_{name}": row[name] for name in ("content", "tool_calls", "metadata")}} for row in rows]
+        values = [{"key_seq": row["seq"], **{f"v_{name}": row[name] for name in ("content", "tool_calls", "metadata", "terms")}} for row in rows]
         table = schema.messages
         change = table.update().where(_session_key(agent, session_id) & (table.c.seq == sa.bindparam("key_seq")))
         with self._tx(write=True) as conn:
-            change = change.values({name: sa.bindparam(f"v_{name}") for name in ("content", "tool_calls", "metadata")})
+            change = change.values({name: sa.bindparam(f"v_{name}") for name in ("content", "tool_calls", "metadata", "terms")})
             return int(conn.execute(change, values).rowcount)
 
     # --- editing and searching history (sql_search.py) --------------------------------
@@ -432,7 +433,7 @@ class SQLStore(MemoryStore):
     def reindex(self, agent: str | None = None) -> int:
         """Every message's terms written again from its content (and on SQLite, the FTS5 table rebuilt)."""
         with self._tx(write=True) as conn:
-            return sql_search.reindex_rows(conn, agent)
+            return sql_search.reindex_rows(conn, agent, self.sealed_terms)
 
     # --- runs -----------------------------------------------------------------------
 
