@@ -8,7 +8,7 @@ import pytest
 
 from backend_routers import BACKENDS, open_router
 from omnisync import Encryption
-from omnisync.encryption import EncryptedStore
+from omnisync.stores.encrypted import EncryptedStore
 from store_contract import StoreContract
 
 pytest.importorskip("cryptography")

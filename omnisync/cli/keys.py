@@ -53,7 +53,7 @@ ENCRYPT_HELP = "encrypt a store written in clear, in place, a page at a time (re
 
 def encrypt(args: argparse.Namespace, timeout: float) -> int:
     from ..encryption.migration import encrypt_in_place
-    from ..encryption.store import EncryptedStore
+    from ..stores.encrypted import EncryptedStore
 
     encryption = Encryption.from_environment(accept_plaintext=True)
     if encryption is None:

@@ -2,7 +2,8 @@
 
 Each session's messages are read a page at a time (inactive ones too); those with a value in
 clear are sealed where they stand (``MemoryStore.replace_values``: same seq, status and time).
-Run records with a value in clear are saved again sealed (compare-and-set). What is sealed
+Run records with a value in clear are saved again sealed (compare-and-set, by
+:func:`omnisync.run_state.data_keys.reseal`). What is sealed
 already is left alone, so a migration stopped half-way is finished by running it again. At the
 end every message and record is read again: any value left in clear fails the migration.
 Stored run events written in clear are not rewritten (an event is never changed): prune them.
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError, RunConflictError, StoreError
+from ..errors import ConfigurationError, StoreError
 from ..run_record import DATA_KEY, RunRecord
+from ..run_state.data_keys import reseal
+from ..stores.encrypted import EncryptedStore
 from . import sealing
-from .store import EncryptedStore
 
 
 @dataclass
@@ -88,8 +90,4 @@ def _is_clear_record(record: RunRecord) -> bool:
 def _seal_record(store: EncryptedStore, record: RunRecord) -> int:
     opened = store.open_record(record)
     assert opened is not None
-    try:
-        store.save_run(opened, record.version)
-    except RunConflictError:  # changed meanwhile (saved sealed by a run): the check at the end counts it
-        return 0
-    return 1
+    return 1 if reseal(store, opened) else 0  # changed meanwhile (saved sealed by a run): the check at the end counts it

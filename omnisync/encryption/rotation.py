@@ -1,6 +1,6 @@
 """Rotation without rewriting content: each session's data key re-wrapped by a new master key.
 
-Only the data key records change (a compare-and-set save each); every sealed value keeps its
+Only the data key records change (a compare-and-set save each, by :mod:`omnisync.run_state.data_keys`); every sealed value keeps its
 data key, so nothing else is read or written. Resumable: a record already wrapped by the new
 key is left alone, so a rotation stopped half-way is finished by running it again.
 """
@@ -11,8 +11,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError, RunConflictError, StoreError
+from ..errors import ConfigurationError, StoreError
 from ..run_record import DATA_KEY, RunRecord
+from ..run_state import data_keys as saved_data_keys
 from ..stores.base import MemoryStore
 from .data_keys import master_key_id, rewrapped
 from .keys import Encryption
@@ -32,7 +33,7 @@ class Rotation:
 
 def data_key_records(store: MemoryStore, page_size: int = 500) -> Iterator[RunRecord]:
     """Every data key record of the store, agent by agent, read a page at a time."""
-    from .store import EncryptedStore
+    from ..stores.encrypted import EncryptedStore
 
     store = store.inner if isinstance(store, EncryptedStore) else store
     for agent in store.run_agents():
@@ -65,17 +66,8 @@ def rotate(store: MemoryStore, encryption: Encryption, to: str) -> Rotation:
 
 
 def _rewrap(store: MemoryStore, target: Encryption, record: RunRecord) -> None:
-    """One record re-wrapped by compare-and-set; one changed meanwhile is read again."""
-    for _ in range(5):
-        try:
-            store.save_run(rewrapped(target, record), record.version)
-            return
-        except RunConflictError:
-            fresh = store.load_run(record.agent, record.run_id)
-            if fresh is None or master_key_id(fresh) == target.current:
-                return
-            record = fresh
-    raise StoreError(f"the data key of session {record.session_id!r} of {record.agent!r} kept changing while it was re-wrapped: run the rotation again")
+    """One record re-wrapped by ``target``'s current key (saved by run_state, compare-and-set)."""
+    saved_data_keys.rewrap(store, record, lambda r: rewrapped(target, r), lambda fresh: master_key_id(fresh) == target.current)
 
 
 def key_ids_doctor_line(store: MemoryStore, encryption: Encryption | None) -> tuple[str, str, str] | None:

@@ -12,11 +12,11 @@ from ..errors import DecryptionError, TransferError
 from ..messages import Message
 from ..run_record import DATA_KEY, RunRecord
 from ..stores.base import MemoryStore
+from ..stores.encrypted import EncryptedStore
 from ..transfer.records import EventBatch, Export
 from . import sealing
 from .data_keys import DataKey, unwrap
 from .keys import Encryption
-from .store import EncryptedStore
 
 
 def for_target(export: Export, target: MemoryStore) -> Export:

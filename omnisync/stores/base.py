@@ -68,7 +68,7 @@ class MemoryStore(ABC):
     kind: ClassVar[str]
     message_seal: Callable[[Message], Message] | None = None
     """What a message becomes as written, once its seq is known (set by
-    :class:`~omnisync.encryption.EncryptedStore`; None: written as it is). See :meth:`as_stored`."""
+    :class:`~omnisync.stores.encrypted.EncryptedStore`; None: written as it is). See :meth:`as_stored`."""
 
     def as_stored(self, placed: Sequence[Message]) -> Sequence[Message]:
         """``placed`` messages (seq given) as :meth:`append` writes them: sealed when encryption is on."""

@@ -3,7 +3,9 @@
 The one place values are encrypted for every backend. Each store calls its
 :attr:`~omnisync.stores.base.MemoryStore.message_seal` on the messages it writes once their
 seq is known (inside its own atomic write); everything else (run records, events, summaries)
-is sealed here before the store sees it, and everything read is opened here.
+is sealed here before the store sees it, and everything read is opened here. Like every
+store it saves what it is given; only :mod:`omnisync.run_state` decides what a run record
+becomes and saves it (the data key records too: :mod:`omnisync.run_state.data_keys`).
 """
 
 from __future__ import annotations
@@ -13,15 +15,16 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from ..encryption import sealing
+from ..encryption.data_keys import DataKey
+from ..encryption.envelope import aesgcm
+from ..encryption.keys import Encryption
 from ..messages import Message, utcnow
 from ..run_record import DATA_KEY, RUN_KINDS, RunRecord
 from ..search.hits import Found
-from ..stores.base import MAX_EVENTS_READ, MemoryStore, RunCursor, StoredEvent, SessionInfo
-from ..stores.copy_by_replay import copy_by_replay
-from . import sealing
-from .data_keys import DataKey, DataKeys
-from .envelope import aesgcm
-from .keys import Encryption
+from .base import MAX_EVENTS_READ, MemoryStore, RunCursor, StoredEvent, SessionInfo
+from .copy_by_replay import copy_by_replay
+from .encrypted_keys import DataKeys
 
 
 class EncryptedStore(MemoryStore):
