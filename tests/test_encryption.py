@@ -183,6 +183,22 @@ def test_rotation_rewraps_every_data_key_leaving_content_untouched(raw, agent_na
     assert [raw.store.history(agent_name, f"s{n}")[0].content for n in range(3)] == sealed  # the values were not rewritten
 
 
+def test_a_rotation_scoped_to_agents_leaves_the_others_wrapped_as_they_were(raw, agent_name):
+    from omnisync.encryption.rotation import key_ids_in_use, rotate
+
+    old, new = os.urandom(32), os.urandom(32)
+    store = wrapped(raw, Encryption({"old": old}, "old")).store
+    other = f"{agent_name}-other"
+    for agent in (agent_name, other):
+        store.append(agent, "s", [Message("user", MARKER)])
+    both = Encryption({"old": old, "new": new}, "old")
+    done = rotate(wrapped(raw, both).store, both, "new", agents=[agent_name])
+    assert (done.rewrapped, done.already) == (1, 0)
+    assert key_ids_in_use(raw.store, [agent_name]) == {"new": 1} and key_ids_in_use(raw.store, [other]) == {"old": 1}
+    with pytest.raises(ConfigurationError, match="a list of agent names"):
+        rotate(wrapped(raw, both).store, both, "new", agents=agent_name)
+
+
 def test_a_store_written_in_clear_is_encrypted_in_place_then_refuses_plaintext(raw, agent_name, monkeypatch):
     from omnisync.encryption.migration import encrypt_in_place
 

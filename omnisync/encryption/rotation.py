@@ -8,7 +8,7 @@ key is left alone, so a rotation stopped half-way is finished by running it agai
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError, StoreError
@@ -31,34 +31,40 @@ class Rotation:
         return f"{self.rewrapped + self.already} data keys now wrapped by {self.to!r} ({self.rewrapped} re-wrapped, {self.already} already were)"
 
 
-def data_key_records(store: MemoryStore, page_size: int = 500) -> Iterator[RunRecord]:
-    """Every data key record of the store, agent by agent, read a page at a time."""
+def data_key_records(store: MemoryStore, page_size: int = 500, agents: Sequence[str] | None = None) -> Iterator[RunRecord]:
+    """The data key records of ``agents`` (None: of every agent of the store), agent by agent,
+    read a page at a time."""
     from ..stores.encrypted import EncryptedStore
 
     store = store.inner if isinstance(store, EncryptedStore) else store
-    for agent in store.run_agents():
+    for agent in store.run_agents() if agents is None else agents:
         yield from store.iter_runs(agent, kind=DATA_KEY, page_size=page_size)
 
 
-def key_ids_in_use(store: MemoryStore) -> Counter[str]:
-    """How many sessions' data keys each master key id wraps."""
-    return Counter(master_key_id(record) for record in data_key_records(store))
+def key_ids_in_use(store: MemoryStore, agents: Sequence[str] | None = None) -> Counter[str]:
+    """How many sessions' data keys (of ``agents``; None: of the whole store) each master key id wraps."""
+    return Counter(master_key_id(record) for record in data_key_records(store, agents=agents))
 
 
-def rotate(store: MemoryStore, encryption: Encryption, to: str) -> Rotation:
+def rotate(store: MemoryStore, encryption: Encryption, to: str, *, agents: Sequence[str] | None = None) -> Rotation:
     """Re-wrap every data key not wrapped by ``to`` with ``to`` (which ``encryption`` must hold),
-    then count again: every data key must be wrapped by ``to``, or StoreError says how many are not."""
+    then count again: every data key must be wrapped by ``to``, or StoreError says how many are not.
+
+    ``agents`` limits it to those agents' sessions (a store shared by several applications, or
+    one key per tenant); None rotates the whole store."""
     if to not in encryption.keys:
         raise ConfigurationError(f"cannot rotate to {to!r}: it is not among the keys given ({', '.join(sorted(encryption.keys))}); add it to OMNISYNC_ENCRYPTION_KEYS")
+    if agents is not None and (isinstance(agents, str) or not all(isinstance(a, str) and a for a in agents)):
+        raise ConfigurationError(f"agents must be a list of agent names, not {agents!r}")
     target = encryption.with_current(to)
     done = Rotation(to)
-    for record in data_key_records(store):
+    for record in data_key_records(store, agents=agents):
         if master_key_id(record) == to:
             done.already += 1
             continue
         _rewrap(store, target, record)
         done.rewrapped += 1
-    counts = key_ids_in_use(store)
+    counts = key_ids_in_use(store, agents)
     left = sum(count for kid, count in counts.items() if kid != to)
     if left or counts[to] < done.rewrapped + done.already:
         raise StoreError(f"after the rotation {left} data keys are still wrapped by other keys ({dict(counts)}): run it again to finish")
