@@ -301,6 +301,40 @@ def test_copy_from_a_clear_store_encrypts_on_the_way_in(tmp_path, monkeypatch):
         assert MARKER not in raw_text(router.store.inner)
 
 
+def test_a_copy_with_keys_on_one_side_only_is_refused_and_writes_nothing(raw, agent_name):
+    from omnisync.errors import TransferError
+    from omnisync.transfer import copy_store
+
+    encryption = keys()
+    sealed = wrapped(raw, encryption).store
+    sealed.append(agent_name, "s1", [Message("user", f"hello {MARKER}")])
+    with MemoryRouter("in_memory") as plain, MemoryRouter("in_memory", encryption=keys()) as keyed:
+        with pytest.raises(TransferError, match="opened with encryption keys and the destination without.*Nothing was written.*export --decrypt"):
+            copy_store(sealed, plain.store)
+        for target in (keyed.store, plain.store):  # the source opened without its keys
+            with pytest.raises(TransferError, match=f"holds encrypted values \\(agent {agent_name!r}\\) and is opened without encryption keys.*Nothing was written"):
+                copy_store(raw.store, target)
+        assert plain.store.sessions() == [] and keyed.store.sessions() == []
+        assert copy_store(sealed, keyed.store).sessions == 1  # keys on both sides: opened, sealed again by the destination
+        assert [m.content for m in keyed.store.history(agent_name, "s1")] == [f"hello {MARKER}"]
+    assert [m.content for m in sealed.history(agent_name, "s1")] == [f"hello {MARKER}"]  # the source lost nothing
+
+
+def test_the_command_line_refuses_a_copy_of_an_encrypted_store_without_keys(tmp_path, monkeypatch, capsys):
+    from omnisync.cli.main import main as cli_main
+
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", f"k1:{base64.b64encode(os.urandom(32)).decode()}")
+    source, target = f"sqlite:///{tmp_path / 'source.db'}", f"sqlite:///{tmp_path / 'target.db'}"
+    with MemoryRouter("sql", url=source) as router:
+        router.store.append("agent", "s1", [Message("user", f"hello {MARKER}")])
+    monkeypatch.delenv("OMNISYNC_ENCRYPTION_KEYS")
+    capsys.readouterr()
+    assert cli_main(["copy", "--from", source, "--to", target]) == 1
+    assert "is opened without encryption keys" in capsys.readouterr().err
+    with MemoryRouter("sql", url=target) as router:
+        assert router.store.sessions() == []
+
+
 def test_without_encryption_configured_cryptography_is_never_imported():
     import subprocess
     import sys
