@@ -16,7 +16,8 @@ from encryption_raw import copy_row, raw_count, raw_text
 from fake_http import install
 from omnisync import DecryptionError, Encryption, MemoryRouter
 from omnisync.errors import ConfigurationError, StoreError
-from omnisync.messages import Message
+from omnisync.messages import Message, utcnow
+from omnisync.run_record import RunRecord
 from omnisync.transfer import export_jsonl
 
 pytest.importorskip("cryptography")
@@ -206,11 +207,14 @@ def test_a_store_written_in_clear_is_encrypted_in_place_then_refuses_plaintext(r
     with make_agent(agent_name, router=raw) as agent:
         for n in range(3):
             agent.run(f"clear {MARKER} {n}", session_id=f"s{n % 2}")
+    run_id = next(r.run_id for r in raw.store.list_runs(agent_name) if r.kind == "run")
+    raw.store.append_events(agent_name, run_id, [("message", {"text": f"clear {MARKER}"}), ("done", {})])  # events in clear too
     assert MARKER in raw_text(raw.store)
     encryption = keys()
     migrating = wrapped(raw, Encryption(encryption.keys, encryption.current, accept_plaintext=True)).store
     done = encrypt_in_place(migrating, page_size=2)
-    assert (done.sessions, done.messages_sealed, done.records_sealed) == (2, 6, 3)
+    assert (done.sessions, done.messages_sealed, done.records_sealed, done.events_sealed) == (2, 6, 3, 2)
+    assert [e.data for e in wrapped(raw, encryption).store.read_events(agent_name, run_id)] == [{"text": f"clear {MARKER}"}, {}]
     assert encrypt_in_place(migrating, page_size=2).messages_already == 6  # resumable: what is sealed is left alone
     held = raw_text(raw.store)
     assert MARKER not in held
@@ -299,6 +303,43 @@ def test_copy_from_a_clear_store_encrypts_on_the_way_in(tmp_path, monkeypatch):
     with MemoryRouter("sql", url=target) as router:
         assert [m.content for m in router.store.history("agent", "s1")] == [f"clear {MARKER}"]
         assert MARKER not in raw_text(router.store.inner)
+
+
+def test_a_stored_event_is_bound_to_its_id_and_one_moved_to_another_fails(raw, agent_name):
+    from omnisync.stores.base import StoredEvent
+
+    store = wrapped(raw, keys()).store
+    store.append(agent_name, "s1", [Message("user", "hi")])
+    run_id = "run_moved_events"
+    assert store.append_events(agent_name, run_id, [("message", {"text": f"first {MARKER}"}), ("message", {"text": "second"})]) == 2
+    first, second = raw.store.read_events(agent_name, run_id)  # as stored
+    assert MARKER not in repr(first.data) and list(first.data) == ["osxe"]
+    raw.store.replace_events(agent_name, run_id, [StoredEvent(2, second.name, first.data)])  # the first's sealed data moved to id 2
+    with pytest.raises(DecryptionError, match="event 2 .* does not decrypt"):
+        store.read_events(agent_name, run_id)
+    assert store.read_events(agent_name, run_id, limit=1)[0].data == {"text": f"first {MARKER}"}  # the one in place still opens
+    assert len(raw.store.read_events(agent_name, run_id)) == 2  # nothing was deleted
+
+
+def test_events_sealed_before_they_were_bound_to_their_ids_are_read_and_sealed_again_by_encrypt(raw, agent_name):
+    from omnisync.encryption import sealing
+    from omnisync.encryption.migration import encrypt_in_place
+
+    encryption = keys()
+    store = wrapped(raw, encryption).store
+    store.append(agent_name, "s1", [Message("user", "hi")])
+    run_id = "run_old_events"
+    store.save_run(RunRecord(run_id=run_id, agent=agent_name, session_id="s1", created_at=utcnow()), None)
+    data_key = store.data_keys.for_writing(agent_name, "s1")
+    raw.store.event_seal = None  # written as events were sealed first: bound to agent, run and name only
+    legacy = {sealing.SEALED: sealing._seal(data_key, {"text": MARKER}, agent_name, f"run:{run_id}", "event", "message")}
+    raw.store.append_events(agent_name, run_id, [("message", legacy), ("message", legacy)])
+    assert [e.data for e in wrapped(raw, encryption).store.read_events(agent_name, run_id)] == [{"text": MARKER}] * 2  # still read
+    migrating = wrapped(raw, Encryption(encryption.keys, encryption.current, accept_plaintext=True)).store
+    assert encrypt_in_place(migrating).events_sealed == 2
+    assert [list(e.data) for e in raw.store.read_events(agent_name, run_id)] == [["osxe"], ["osxe"]]  # bound to their ids now
+    assert [e.data for e in wrapped(raw, encryption).store.read_events(agent_name, run_id)] == [{"text": MARKER}] * 2
+    assert encrypt_in_place(migrating).events_sealed == 0  # resumable: what is bound is left alone
 
 
 def test_a_copy_with_keys_on_one_side_only_is_refused_and_writes_nothing(raw, agent_name):

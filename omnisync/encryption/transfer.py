@@ -74,7 +74,8 @@ class _Opened(Export):
     def events(self) -> Iterator[EventBatch]:
         for agent, run_id, first, events in super().events():
             opener = self._opener(agent, self._sessions_of_runs.get((agent, run_id), f"run:{run_id}"))
-            yield agent, run_id, first, [(name, sealing.open_event(agent, run_id, name, data, opener, True)) for name, data in events]
+            opened = [(name, sealing.open_event(agent, run_id, event_id, name, data, opener, True)) for event_id, (name, data) in enumerate(events, first)]
+            yield agent, run_id, first, opened
 
 
 def check_copy(source: MemoryStore, target: MemoryStore, agents: Sequence[str]) -> None:

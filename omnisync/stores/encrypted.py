@@ -39,6 +39,7 @@ class EncryptedStore(MemoryStore):
         self.data_keys: DataKeys = DataKeys(inner, encryption)
         self._run_sessions: dict[tuple[str, str], str] = {}
         inner.message_seal = self.seal_placed
+        inner.event_seal = self.seal_event
 
     def __getattr__(self, name: str) -> Any:  # what only the backend has (its client, engine, kind...)
         if name == "inner":
@@ -250,18 +251,30 @@ class EncryptedStore(MemoryStore):
 
     # --- a run's events -------------------------------------------------------------------
 
+    def seal_event(self, agent: str, run_id: str, event_id: int, name: str, data: dict[str, Any]) -> dict[str, Any]:
+        """An event's data (its id known) as stored: sealed, bound to its id."""
+        return sealing.seal_event(self.data_keys.for_writing(agent, self._events_session(agent, run_id)), agent, run_id, event_id, name, data)
+
     def append_events(self, agent: str, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]) -> int:
-        if not events:
-            return self.inner.append_events(agent, run_id, events)
-        data_key = self.data_keys.for_writing(agent, self._events_session(agent, run_id))
-        return self.inner.append_events(agent, run_id, [(name, sealing.seal_event(data_key, agent, run_id, name, data)) for name, data in events])
+        """Sealed by the store it wraps once their ids are known (:meth:`seal_event`, inside its write)."""
+        if events:
+            self.data_keys.for_writing(agent, self._events_session(agent, run_id))  # read before the store's write, inside which the seal runs
+        return self.inner.append_events(agent, run_id, events)
 
     def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
-        found = self.inner.read_events(agent, run_id, after, limit)
-        if not found:
-            return found
+        return self.open_events(agent, run_id, self.inner.read_events(agent, run_id, after, limit))
+
+    def open_events(self, agent: str, run_id: str, events: list[StoredEvent]) -> list[StoredEvent]:
+        """A run's events as the store it wraps holds them, opened (each at its id)."""
+        if not events:
+            return events
         opener, plain = self._opener(agent, self._events_session(agent, run_id)), self.encryption.accept_plaintext
-        return [StoredEvent(e.id, e.name, sealing.open_event(agent, run_id, e.name, e.data, opener, plain)) for e in found]
+        return [StoredEvent(e.id, e.name, sealing.open_event(agent, run_id, e.id, e.name, e.data, opener, plain)) for e in events]
+
+    def replace_events(self, agent: str, run_id: str, events: Sequence[StoredEvent]) -> int:
+        """Each event sealed at its id, written over the stored one (what ``omnisync encrypt`` does)."""
+        sealed = [StoredEvent(e.id, e.name, self.seal_event(agent, run_id, e.id, e.name, e.data)) for e in events]
+        return self.inner.replace_events(agent, run_id, sealed)
 
     # --- lifecycle ----------------------------------------------------------------------
 
