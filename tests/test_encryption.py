@@ -342,6 +342,22 @@ def test_events_sealed_before_they_were_bound_to_their_ids_are_read_and_sealed_a
     assert encrypt_in_place(migrating).events_sealed == 0  # resumable: what is bound is left alone
 
 
+def test_the_library_exports_an_encrypted_store_sealed_unless_asked_to_decrypt(tmp_path):
+    from omnisync.transfer import export_sqlite
+
+    with MemoryRouter("in_memory", encryption=keys()) as router, MemoryRouter("in_memory") as plain:
+        router.store.append("agent", "s1", [Message("user", f"hello {MARKER}")])
+        sealed, clear = io.StringIO(), io.StringIO()
+        export_jsonl(router.store, sealed)
+        export_jsonl(router.store, clear, decrypt=True)
+        assert MARKER not in sealed.getvalue() and "osx1." in sealed.getvalue() and '"data_key"' in sealed.getvalue()
+        assert MARKER in clear.getvalue() and "osx1." not in clear.getvalue()
+        export_sqlite(router.store, tmp_path / "sealed.db")
+        assert MARKER.encode() not in (tmp_path / "sealed.db").read_bytes()
+        with pytest.raises(ConfigurationError, match="decrypt needs the keys"):
+            export_jsonl(plain.store, io.StringIO(), decrypt=True)
+
+
 def test_a_copy_with_keys_on_one_side_only_is_refused_and_writes_nothing(raw, agent_name):
     from omnisync.errors import TransferError
     from omnisync.transfer import copy_store
