@@ -108,7 +108,7 @@ class MemoryRouter:
     def _encrypted(self, store: MemoryStore) -> MemoryStore:
         if self._encryption is None:
             return store
-        from .encryption.store import EncryptedStore
+        from .stores.encrypted import EncryptedStore
 
         return EncryptedStore(store, self._encryption)
 

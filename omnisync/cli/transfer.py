@@ -22,18 +22,18 @@ from .reading import open_existing
 
 
 def export(args: argparse.Namespace, router: MemoryRouter) -> int:
-    store = router.store if args.decrypt else getattr(router.store, "inner", router.store)  # encrypted: as stored
+    store = router.store
     if args.decrypt and router.encryption is None:
         raise UsageError("--decrypt needs the keys: set OMNISYNC_ENCRYPTION_KEYS")
     if args.sqlite:
-        done = export_sqlite(store, args.sqlite, agent=args.agent, session_id=args.session)
+        done = export_sqlite(store, args.sqlite, agent=args.agent, session_id=args.session, decrypt=args.decrypt)
         note(f"exported {done.messages} messages of {done.sessions} sessions and {done.runs} run records ({done.events} stored events) to {args.sqlite}")
         return 0
     if args.output in (None, "-"):
-        export_jsonl(store, sys.stdout, agent=args.agent, session_id=args.session)
+        export_jsonl(store, sys.stdout, agent=args.agent, session_id=args.session, decrypt=args.decrypt)
         sys.stdout.flush()
         return 0
-    done = export_jsonl(store, args.output, agent=args.agent, session_id=args.session)
+    done = export_jsonl(store, args.output, agent=args.agent, session_id=args.session, decrypt=args.decrypt)
     note(f"exported {done.lines} lines ({done.sessions} sessions) to {args.output}")
     return 0
 

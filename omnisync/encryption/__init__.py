@@ -1,7 +1,7 @@
 """Encryption at rest: envelope encryption of what a store keeps, bound to its place.
 
 :class:`Encryption` holds the master keys; ``MemoryRouter(..., encryption=...)`` puts an
-:class:`~omnisync.encryption.store.EncryptedStore` around any store. Nothing here imports
+:class:`~omnisync.stores.encrypted.EncryptedStore` around any store. Nothing here imports
 ``cryptography`` until a value is sealed or opened (the ``omnisync[encryption]`` extra).
 See ``docs/encryption.md``.
 """
@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names
 
-_HOMES = {"Encryption": "keys", "EncryptedStore": "store"}
+_HOMES = {"Encryption": "keys"}
 
-__all__ = ["EncryptedStore", "Encryption"]
+__all__ = ["Encryption"]
 
 __getattr__: Callable[[str], Any] = lazy_names(__name__, _HOMES)
 
 if TYPE_CHECKING:
     from .keys import Encryption as Encryption
-    from .store import EncryptedStore as EncryptedStore

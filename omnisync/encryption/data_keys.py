@@ -3,6 +3,8 @@
 The record lives beside the session's runs (:data:`~omnisync.run_record.DATA_KEY`), so every
 store keeps it, an export carries it and a rotation re-wraps it with a compare-and-set save.
 Its ``decisions["data_key"]`` holds the data key's id, the master key id and the wrapped key.
+This module builds and reads such records; :mod:`omnisync.run_state.data_keys` saves them, and
+:mod:`omnisync.stores.encrypted_keys` keeps a store's keys unwrapped.
 """
 
 from __future__ import annotations
@@ -10,13 +12,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import threading
 from dataclasses import dataclass
 
-from ..errors import DecryptionError, RunConflictError
+from ..errors import DecryptionError
 from ..messages import utcnow
 from ..run_record import DATA_KEY, RunRecord
-from ..stores.base import MemoryStore
 from . import envelope
 from .keys import KEY_BYTES, Encryption
 
@@ -78,73 +78,16 @@ def _wrap_place(agent: str, session_id: str, data_key_id: str, kid: str) -> byte
     return envelope.place(agent, session_id, "data_key", data_key_id, kid)
 
 
-class DataKeys:
-    """The data keys of one store's sessions, unwrapped once and kept in this process."""
-
-    def __init__(self, store: MemoryStore, encryption: Encryption) -> None:
-        self.store: MemoryStore = store
-        self.encryption: Encryption = encryption
-        self._known: dict[tuple[str, str], DataKey] = {}
-        self.opened_texts: OpenedTexts = {}
-        """Message contents opened by these keys (:func:`~omnisync.encryption.sealing.open_messages`)."""
-        self._lock = threading.Lock()
-
-    def for_writing(self, agent: str, session_id: str) -> DataKey:
-        """The session's data key, made and stored (wrapped) if it has none yet."""
-        known = self._known.get((agent, session_id))
-        if known is not None:
-            return known
-        record = self.store.load_run(agent, record_id(session_id))
-        if record is None:
-            record = self._create(agent, session_id)
-        return self._remember(record)
-
-    def for_reading(self, agent: str, session_id: str, data_key_id: str, describe: str) -> DataKey:
-        """The data key ``data_key_id`` of the session; DecryptionError when the store holds no such key."""
-        known = self._known.get((agent, session_id))
-        if known is not None and known.id == data_key_id:
-            return known
-        record = self.store.load_run(agent, record_id(session_id))
-        if record is None or record.decisions.get(FIELD, {}).get("id") != data_key_id:
-            raise DecryptionError(
-                f"{describe} is sealed by data key {data_key_id!r}, which session {session_id!r} of agent {agent!r} does not hold: "
-                "it was moved from another session or agent. It was left as it is."
-            )
-        return self._remember(record)
-
-    def check(self, agent: str, session_id: str) -> None:
-        """Raise DecryptionError unless the session has no data key or these keys unwrap it."""
-        if (agent, session_id) not in self._known:
-            record = self.store.load_run(agent, record_id(session_id))
-            if record is not None:
-                self._remember(record)
-
-    def forget(self) -> None:
-        """Drop the unwrapped keys this process holds."""
-        self._known.clear()
-
-    def _create(self, agent: str, session_id: str) -> RunRecord:
-        data_key = DataKey(os.urandom(6).hex(), os.urandom(KEY_BYTES))
-        now = utcnow()
-        record = RunRecord(
-            run_id=record_id(session_id),
-            agent=agent,
-            session_id=session_id,
-            kind=DATA_KEY,
-            decisions={FIELD: wrapped(self.encryption, agent, session_id, data_key)},
-            created_at=now,
-            updated_at=now,
-        )
-        try:
-            return self.store.save_run(record, None)
-        except RunConflictError:  # another process made it first: use theirs
-            made = self.store.load_run(agent, record.run_id)
-            if made is None:
-                raise
-            return made
-
-    def _remember(self, record: RunRecord) -> DataKey:
-        data_key = unwrap(self.encryption, record)
-        with self._lock:
-            self._known[(record.agent, record.session_id)] = data_key
-        return data_key
+def new_record(encryption: Encryption, agent: str, session_id: str) -> RunRecord:
+    """A new random data key for the session, wrapped by the current master key, as a record (not saved)."""
+    data_key = DataKey(os.urandom(6).hex(), os.urandom(KEY_BYTES))
+    now = utcnow()
+    return RunRecord(
+        run_id=record_id(session_id),
+        agent=agent,
+        session_id=session_id,
+        kind=DATA_KEY,
+        decisions={FIELD: wrapped(encryption, agent, session_id, data_key)},
+        created_at=now,
+        updated_at=now,
+    )

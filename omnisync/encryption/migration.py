@@ -2,20 +2,26 @@
 
 Each session's messages are read a page at a time (inactive ones too); those with a value in
 clear are sealed where they stand (``MemoryStore.replace_values``: same seq, status and time).
-Run records with a value in clear are saved again sealed (compare-and-set). What is sealed
+Run records with a value in clear are saved again sealed (compare-and-set, by
+:func:`omnisync.run_state.data_keys.reseal`). What is sealed
 already is left alone, so a migration stopped half-way is finished by running it again. At the
 end every message and record is read again: any value left in clear fails the migration.
-Stored run events written in clear are not rewritten (an event is never changed): prune them.
+A run's stored events in clear, or sealed before events were bound to their ids, are sealed
+again at their ids (``MemoryStore.replace_events``; the events of a run that has no record are
+not found: prune them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError, RunConflictError, StoreError
-from ..run_record import DATA_KEY, RunRecord
+from ..errors import ConfigurationError, StoreError
+from ..run_record import DATA_KEY, RUN, RunRecord
+from ..run_state.data_keys import reseal
+from ..stores.base import MemoryStore, StoredEvent
+from ..stores.encrypted import EncryptedStore
 from . import sealing
-from .store import EncryptedStore
 
 
 @dataclass
@@ -26,11 +32,12 @@ class Migration:
     messages_sealed: int = 0
     messages_already: int = 0
     records_sealed: int = 0
+    events_sealed: int = 0
 
     def describe(self) -> str:
         return (
             f"{self.sessions} sessions: {self.messages_sealed} messages sealed ({self.messages_already} already were), "
-            f"{self.records_sealed} run records sealed"
+            f"{self.records_sealed} run records sealed, {self.events_sealed} run events sealed"
         )
 
 
@@ -58,6 +65,8 @@ def encrypt_in_place(store: EncryptedStore, page_size: int = 500) -> Migration:
         for record in inner.iter_records(agent, page_size=page_size):
             if _is_clear_record(record):
                 done.records_sealed += _seal_record(store, record)
+            if record.kind == RUN:
+                done.events_sealed += _seal_events(store, record)
     left = count_clear(store, page_size)
     if left:
         raise StoreError(f"{left} values are still in clear after the migration (written meanwhile?): run it again")
@@ -65,13 +74,14 @@ def encrypt_in_place(store: EncryptedStore, page_size: int = 500) -> Migration:
 
 
 def count_clear(store: EncryptedStore, page_size: int = 500) -> int:
-    """How many messages and run records of the store hold a value in clear."""
+    """How many messages, run records and their events hold a value in clear (events: or not bound to their ids)."""
     inner = store.inner
     clear = 0
     for info in inner.iter_sessions(page_size=page_size):
         clear += sum(1 for m in inner.iter_history(info.agent, info.session_id, include_inactive=True, page_size=page_size) if sealing.is_clear_message(m))
     for agent in inner.run_agents():
-        clear += sum(1 for record in inner.iter_records(agent, page_size=page_size) if _is_clear_record(record))
+        for record in inner.iter_records(agent, page_size=page_size):
+            clear += int(_is_clear_record(record)) + (sum(map(len, _events_to_seal(inner, record))) if record.kind == RUN else 0)
     return clear
 
 
@@ -88,8 +98,24 @@ def _is_clear_record(record: RunRecord) -> bool:
 def _seal_record(store: EncryptedStore, record: RunRecord) -> int:
     opened = store.open_record(record)
     assert opened is not None
-    try:
-        store.save_run(opened, record.version)
-    except RunConflictError:  # changed meanwhile (saved sealed by a run): the check at the end counts it
-        return 0
-    return 1
+    return 1 if reseal(store, opened) else 0  # changed meanwhile (saved sealed by a run): the check at the end counts it
+
+
+def _events_to_seal(inner: MemoryStore, record: RunRecord) -> Iterator[list[StoredEvent]]:
+    """A run's stored events in clear or not bound to their ids, a bounded read at a time."""
+    after = 0
+    while True:
+        page = inner.read_events(record.agent, record.run_id, after=after)
+        if not page:
+            return
+        needing = [e for e in page if not sealing.is_sealed_event(e.data)]
+        if needing:
+            yield needing
+        after = page[-1].id
+
+
+def _seal_events(store: EncryptedStore, record: RunRecord) -> int:
+    return sum(
+        store.replace_events(record.agent, record.run_id, store.open_events(record.agent, record.run_id, page))
+        for page in _events_to_seal(store.inner, record)
+    )

@@ -2,7 +2,7 @@
 
 A message's content, tool calls and metadata are bound to (agent, session, seq, field); a run
 record's response, partial response, error, pending tool calls, user message and each approval
-decision's reason to (agent, session, run id, field); a stored event's data to (agent, run id, its name). Ids, roles, seq,
+decision's reason to (agent, session, run id, field); a stored event's data to (agent, run id, event id, its name). Ids, roles, seq,
 status, times and token counts stay in clear. A field that is empty stays empty.
 """
 
@@ -20,6 +20,9 @@ from .data_keys import OPENED_TEXTS, DataKey, OpenedTexts
 
 SEALED = "osx"
 """The one key of a dict that stands for a sealed dict (metadata, event data, a run's pending calls)."""
+
+SEALED_EVENT = "osxe"
+"""The one key of a stored event's data sealed bound to its event id (``SEALED``: bound to its name only, as events were sealed first)."""
 
 RUN_FIELDS = ("response", "partial_response", "error", "message", "pending_calls")
 
@@ -166,13 +169,23 @@ def open_record(record: RunRecord, opener: Opener, accept_plaintext: bool) -> Ru
     return record.evolve(**changes) if changes else record
 
 
-def seal_event(data_key: DataKey, agent: str, run_id: str, name: str, data: dict[str, Any]) -> dict[str, Any]:
-    return {SEALED: _seal(data_key, data, agent, f"run:{run_id}", "event", name)}
+def seal_event(data_key: DataKey, agent: str, run_id: str, event_id: int, name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """An event's data sealed, bound to (agent, run, event id, name): stored as ``{"osxe": envelope}``."""
+    return {SEALED_EVENT: _seal(data_key, data, agent, f"run:{run_id}", "event", event_id, name)}
 
 
-def open_event(agent: str, run_id: str, name: str, data: dict[str, Any], opener: Opener, accept_plaintext: bool) -> dict[str, Any]:
-    what = f"event {name!r} of run {run_id!r} of agent {agent!r}"
+def open_event(agent: str, run_id: str, event_id: int, name: str, data: dict[str, Any], opener: Opener, accept_plaintext: bool) -> dict[str, Any]:
+    """An event's data as it was before :func:`seal_event`; one sealed before events were bound to
+    their ids (``{"osx": envelope}``, bound to agent, run and name only) opens at that place."""
+    what = f"event {event_id} ({name!r}) of run {run_id!r} of agent {agent!r}"
+    if isinstance(data, dict) and len(data) == 1 and envelope.is_sealed(data.get(SEALED_EVENT)):
+        return cast("dict[str, Any]", _open(data[SEALED_EVENT], (agent, f"run:{run_id}", "event", event_id), name, opener, accept_plaintext, what))
     return cast("dict[str, Any]", _open_dict(data, (agent, f"run:{run_id}", "event"), name, opener, accept_plaintext, what))
+
+
+def is_sealed_event(data: Any) -> bool:
+    """Whether an event's stored data is sealed and bound to its id (what ``omnisync encrypt`` leaves alone)."""
+    return isinstance(data, dict) and len(data) == 1 and envelope.is_sealed(data.get(SEALED_EVENT))
 
 
 _ID_START = len(envelope.PREFIX)

@@ -1,22 +1,27 @@
-"""An export that holds sealed values, imported into an encrypting store: each value opened
-with the export's own data key records (which the target's master keys unwrap) at the place it
-was sealed for, then sealed again by the target at its new place (its seq may change). The
-export's data key records are not imported: the target makes its own."""
+"""Moving sealed values between stores.
+
+An export that holds sealed values, imported into an encrypting store: each value opened with
+the export's own data key records (which the target's master keys unwrap) at the place it was
+sealed for, then sealed again by the target at its new place (its seq may change). The
+export's data key records are not imported: the target makes its own. A copy between two
+stores is refused, before anything is written, unless both are opened with keys or the source
+holds nothing sealed (:func:`check_copy`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import fields
 
 from ..errors import DecryptionError, TransferError
 from ..messages import Message
 from ..run_record import DATA_KEY, RunRecord
 from ..stores.base import MemoryStore
+from ..stores.encrypted import EncryptedStore
 from ..transfer.records import EventBatch, Export
 from . import sealing
 from .data_keys import DataKey, unwrap
 from .keys import Encryption
-from .store import EncryptedStore
 
 
 def for_target(export: Export, target: MemoryStore) -> Export:
@@ -69,4 +74,28 @@ class _Opened(Export):
     def events(self) -> Iterator[EventBatch]:
         for agent, run_id, first, events in super().events():
             opener = self._opener(agent, self._sessions_of_runs.get((agent, run_id), f"run:{run_id}"))
-            yield agent, run_id, first, [(name, sealing.open_event(agent, run_id, name, data, opener, True)) for name, data in events]
+            opened = [(name, sealing.open_event(agent, run_id, event_id, name, data, opener, True)) for event_id, (name, data) in enumerate(events, first)]
+            yield agent, run_id, first, opened
+
+
+def check_copy(source: MemoryStore, target: MemoryStore, agents: Sequence[str]) -> None:
+    """Refuse (TransferError, nothing written) a copy that would lose what encryption protects or
+    keeps: from a store opened with keys into one opened without (its values would land in
+    clear), or from a store holding sealed values opened without keys (they would be copied
+    unreadable, or sealed a second time)."""
+    if isinstance(source, EncryptedStore):
+        if not isinstance(target, EncryptedStore):
+            raise TransferError(
+                "the source is opened with encryption keys and the destination without: its values would be written there in clear. "
+                "Nothing was written. Give both the same encryption (encryption= on both routers; on the command line "
+                "OMNISYNC_ENCRYPTION_KEYS opens both), or, for a copy in clear, `omnisync export --decrypt` and import that file."
+            )
+        return
+    sealed = [agent for agent in agents if source.runs_page(agent, None, 1, kind=DATA_KEY)]
+    if sealed:
+        where = "the destination opened with keys would seal them again" if isinstance(target, EncryptedStore) else "they would not open there"
+        raise TransferError(
+            f"the source holds encrypted values (agent {sealed[0]!r}) and is opened without encryption keys: {where}. "
+            "Nothing was written. Give both the same encryption (encryption= on both routers; on the command line set "
+            "OMNISYNC_ENCRYPTION_KEYS), or `omnisync export --decrypt` with the keys and import that file."
+        )

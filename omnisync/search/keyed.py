@@ -3,7 +3,7 @@
 With encryption on, a store's index (SQLite's FTS5 table, PostgreSQL's ``tsvector``, MongoDB's
 ``terms`` array) holds, for each term :func:`~omnisync.search.terms.index_terms` gives, the
 first :data:`HASH_BYTES` bytes of its HMAC-SHA256 under the agent's search key
-(:mod:`omnisync.encryption.search_key`), written as 16 letters ``a`` to ``p`` (one a 4 bits:
+(:mod:`omnisync.stores.encrypted_search`), written as 16 letters ``a`` to ``p`` (one a 4 bits:
 a token every engine's tokenizer keeps whole), sorted, so the words' order is not kept. A
 query's terms are hashed the same way, so a store matches and counts them as it would the words.
 

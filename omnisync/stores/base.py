@@ -69,17 +69,31 @@ class MemoryStore(ABC):
     kind: ClassVar[str]
     message_seal: Callable[[Message], Message] | None = None
     """What a message becomes as written, once its seq is known (set by
-    :class:`~omnisync.encryption.EncryptedStore`; None: written as it is). See :meth:`as_stored`."""
+    :class:`~omnisync.stores.encrypted.EncryptedStore`; None: written as it is). See :meth:`as_stored`."""
     sealed_terms: SealedTerms | None = None
     """The keyed terms of a sealed message the store holds (set by the EncryptedStore): what
     :meth:`reindex` writes for it (:mod:`omnisync.search.keyed`)."""
     keeps_search_index: ClassVar[bool] = False
     """Whether :meth:`search_messages` reads an index the store keeps (else it scans)."""
 
+    event_seal: Callable[[str, str, int, str, dict[str, Any]], dict[str, Any]] | None = None
+    """What an event's data becomes as written, once its id is known: ``(agent, run_id, id, name,
+    data)`` to the data stored (set by the encrypted store; None: written as it is). See :meth:`events_as_stored`."""
+
     def as_stored(self, placed: Sequence[Message]) -> Sequence[Message]:
         """``placed`` messages (seq given) as :meth:`append` writes them: sealed when encryption is on."""
         seal = self.message_seal
         return placed if seal is None else [seal(m) for m in placed]
+
+    def events_as_stored(
+        self, agent: str, run_id: str, first_id: int, events: Sequence[tuple[str, dict[str, Any]]], checked: list[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        """The ``checked`` events (:func:`check_events` of ``events``), numbered from ``first_id``,
+        as :meth:`append_events` writes them: sealed, each bound to its id, when encryption is on."""
+        seal = self.event_seal
+        if seal is None:
+            return checked
+        return check_events([(name, seal(agent, run_id, first_id + i, name, data)) for i, (name, data) in enumerate(events)])
 
     @property
     def writes_run_atomically(self) -> bool:
@@ -223,6 +237,11 @@ class MemoryStore(ABC):
         with its seq (status, role, tokens and times unchanged); return how many were found.
         What ``omnisync encrypt`` seals a store in place with, a page at a time."""
         raise NotImplementedError(f"{type(self).__name__} cannot rewrite stored values in place")
+
+    def replace_events(self, agent: str, run_id: str, events: Sequence[StoredEvent]) -> int:
+        """Write each event's data over that of the run's stored event with its id (name and id
+        unchanged); return how many were found. What ``omnisync encrypt`` seals events with."""
+        raise NotImplementedError(f"{type(self).__name__} cannot rewrite stored events in place")
 
     # --- runs -----------------------------------------------------------------------
 

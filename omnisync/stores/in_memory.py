@@ -288,8 +288,16 @@ class InMemoryStore(MemoryStore):
         checked = check_events(events)
         with self._lock:
             log = self._events.setdefault((agent, run_id), [])
-            log.extend(checked)
+            log.extend(self.events_as_stored(agent, run_id, len(log) + 1, events, checked))
             return len(log)
+
+    def replace_events(self, agent: str, run_id: str, events: Sequence[StoredEvent]) -> int:
+        with self._lock:
+            log = self._events.get((agent, run_id), [])
+            found = [e for e in events if 0 < e.id <= len(log)]
+            for event in found:
+                log[event.id - 1] = (log[event.id - 1][0], json.dumps(event.data, ensure_ascii=False, separators=(",", ":")))
+            return len(found)
 
     def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
         limit = events_limit(after, limit)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..errors import ConfigurationError
 from ..messages import Message
 from ..run_record import RunRecord
 from ..stores.base import MemoryStore, SessionInfo
@@ -26,11 +27,16 @@ class Exported:
     events: int = 0
 
 
-def export_jsonl(store: MemoryStore, out: TextIO | str | os.PathLike[str], *, agent: str | None = None, session_id: str | None = None) -> Exported:
+def export_jsonl(
+    store: MemoryStore, out: TextIO | str | os.PathLike[str], *, agent: str | None = None, session_id: str | None = None, decrypt: bool = False
+) -> Exported:
     """Write the sessions (every agent's, or ``agent``'s; every one, or ``session_id``) and their runs as JSON Lines.
 
-    ``out`` is an open text stream, or a path: the file appears whole or not at all.
+    ``out`` is an open text stream, or a path: the file appears whole or not at all. A store with
+    encryption at rest is written as it is stored (sealed, with its wrapped data keys) unless
+    ``decrypt``: then in clear.
     """
+    store = as_exported(store, decrypt)
     sessions = _Counted(selected_sessions(store, agent, session_id))
     lines = iter_lines(store, sessions, agent, session_id)
     if not isinstance(out, (str, os.PathLike)):
@@ -47,14 +53,30 @@ def export_jsonl(store: MemoryStore, out: TextIO | str | os.PathLike[str], *, ag
     return Exported(sessions.count, lines=count)
 
 
-def export_sqlite(store: MemoryStore, path: str | os.PathLike[str], *, agent: str | None = None, session_id: str | None = None) -> Exported:
-    """Write a new SQLite file (tables ``messages``, ``runs`` and ``run_events``); an existing file is refused with TransferError."""
+def export_sqlite(
+    store: MemoryStore, path: str | os.PathLike[str], *, agent: str | None = None, session_id: str | None = None, decrypt: bool = False
+) -> Exported:
+    """Write a new SQLite file (tables ``messages``, ``runs`` and ``run_events``); an existing file is refused with TransferError.
+    Sealed as stored unless ``decrypt``, as :func:`export_jsonl`."""
+    store = as_exported(store, decrypt)
     sessions = _Counted(selected_sessions(store, agent, session_id))
     agents: list[str] = []
     messages = _messages(store, by_agent(sessions, agent), agents)
     events = (batch for record in _runs(store, agents, session_id) for batch in event_batches(store, record.agent, record.run_id))
     counts = sqlite_file.write(Path(path), messages, _runs(store, agents, session_id), events)
     return Exported(sessions.count, messages=counts[0], runs=counts[1], events=counts[2])
+
+
+def as_exported(store: MemoryStore, decrypt: bool) -> MemoryStore:
+    """What an export reads: a store with encryption at rest as it is stored (sealed), or opened
+    with ``decrypt``; ConfigurationError for ``decrypt`` without keys."""
+    from ..stores.encrypted import EncryptedStore
+
+    if isinstance(store, EncryptedStore):
+        return store if decrypt else store.inner
+    if decrypt:
+        raise ConfigurationError("decrypt needs the keys: open the store's router with encryption= (or set OMNISYNC_ENCRYPTION_KEYS)")
+    return store
 
 
 class _Counted:

@@ -101,12 +101,18 @@ def copy_store(
     append: bool = False,
     progress: Progress | None = None,
 ) -> Report:
-    """Copy sessions (all, one agent's, or one id's) and their run records from ``source`` into ``target``."""
+    """Copy sessions (all, one agent's, or one id's) and their run records from ``source`` into ``target``.
+
+    With encryption, both must be opened with keys, or the source hold nothing sealed: else
+    TransferError, nothing written (:func:`omnisync.encryption.transfer.check_copy`)."""
     keys, total = [], 0  # the sessions' keys only: the listing is read a page at a time
     for info in selected_sessions(source, agent, session_id):
         keys.append((info.agent, info.session_id))
         total += info.message_count
     agents = agents_of((a for a, _ in keys), agent)
+    from ..encryption.transfer import check_copy  # encryption on one side only: refused before anything is written
+
+    check_copy(source, target, agents)
 
     def records() -> Iterator[RunRecord]:  # read twice, a page at a time: checked and counted, then written
         return (r for name in agents for r in source.iter_records(name, session_id=session_id))

@@ -16,7 +16,8 @@ from helpers.encryption_raw import copy_row, raw_count, raw_text
 from helpers.fake_http import install
 from omnisync import DecryptionError, Encryption, MemoryRouter
 from omnisync.errors import ConfigurationError, StoreError
-from omnisync.messages import Message
+from omnisync.messages import Message, utcnow
+from omnisync.run_record import RunRecord
 from omnisync.transfer import export_jsonl
 
 pytest.importorskip("cryptography")
@@ -176,12 +177,28 @@ def test_rotation_rewraps_every_data_key_leaving_content_untouched(raw, agent_na
     sealed = [raw.store.history(agent_name, f"s{n}")[0].content for n in range(3)]  # as stored
     both = Encryption({"old": old, "new": new}, "old")
     done = rotate(wrapped(raw, both).store, both, "new")
-    keys_held = 3 + raw.store.keeps_search_index  # and the agent's search key, on a store with an index (search_key.py)
+    keys_held = 3 + raw.store.keeps_search_index  # and the agent's search key, on a store with an index (stores/encrypted_search.py)
     assert (done.rewrapped, done.already) == (keys_held, 0) and key_ids_in_use(raw.store)[("new")] == keys_held and "old" not in key_ids_in_use(raw.store)
     assert rotate(wrapped(raw, both).store, both, "new").already == keys_held  # run again: nothing left to do
     only_new = wrapped(raw, Encryption({"new": new}, "new")).store
     assert [only_new.history(agent_name, f"s{n}")[0].content for n in range(3)] == [f"{MARKER} {n}" for n in range(3)]
     assert [raw.store.history(agent_name, f"s{n}")[0].content for n in range(3)] == sealed  # the values were not rewritten
+
+
+def test_a_rotation_scoped_to_agents_leaves_the_others_wrapped_as_they_were(raw, agent_name):
+    from omnisync.encryption.rotation import key_ids_in_use, rotate
+
+    old, new = os.urandom(32), os.urandom(32)
+    store = wrapped(raw, Encryption({"old": old}, "old")).store
+    other = f"{agent_name}-other"
+    for agent in (agent_name, other):
+        store.append(agent, "s", [Message("user", MARKER)])
+    both = Encryption({"old": old, "new": new}, "old")
+    done = rotate(wrapped(raw, both).store, both, "new", agents=[agent_name])
+    assert (done.rewrapped, done.already) == (1, 0)
+    assert key_ids_in_use(raw.store, [agent_name]) == {"new": 1} and key_ids_in_use(raw.store, [other]) == {"old": 1}
+    with pytest.raises(ConfigurationError, match="a list of agent names"):
+        rotate(wrapped(raw, both).store, both, "new", agents=agent_name)
 
 
 def test_a_store_written_in_clear_is_encrypted_in_place_then_refuses_plaintext(raw, agent_name, monkeypatch):
@@ -191,11 +208,14 @@ def test_a_store_written_in_clear_is_encrypted_in_place_then_refuses_plaintext(r
     with make_agent(agent_name, router=raw) as agent:
         for n in range(3):
             agent.run(f"clear {MARKER} {n}", session_id=f"s{n % 2}")
+    run_id = next(r.run_id for r in raw.store.list_runs(agent_name) if r.kind == "run")
+    raw.store.append_events(agent_name, run_id, [("message", {"text": f"clear {MARKER}"}), ("done", {})])  # events in clear too
     assert MARKER in raw_text(raw.store)
     encryption = keys()
     migrating = wrapped(raw, Encryption(encryption.keys, encryption.current, accept_plaintext=True)).store
     done = encrypt_in_place(migrating, page_size=2)
-    assert (done.sessions, done.messages_sealed, done.records_sealed) == (2, 6, 3)
+    assert (done.sessions, done.messages_sealed, done.records_sealed, done.events_sealed) == (2, 6, 3, 2)
+    assert [e.data for e in wrapped(raw, encryption).store.read_events(agent_name, run_id)] == [{"text": f"clear {MARKER}"}, {}]
     assert encrypt_in_place(migrating, page_size=2).messages_already == 6  # resumable: what is sealed is left alone
     held = raw_text(raw.store)
     assert MARKER not in held
@@ -284,6 +304,93 @@ def test_copy_from_a_clear_store_encrypts_on_the_way_in(tmp_path, monkeypatch):
     with MemoryRouter("sql", url=target) as router:
         assert [m.content for m in router.store.history("agent", "s1")] == [f"clear {MARKER}"]
         assert MARKER not in raw_text(router.store.inner)
+
+
+def test_a_stored_event_is_bound_to_its_id_and_one_moved_to_another_fails(raw, agent_name):
+    from omnisync.stores.base import StoredEvent
+
+    store = wrapped(raw, keys()).store
+    store.append(agent_name, "s1", [Message("user", "hi")])
+    run_id = "run_moved_events"
+    assert store.append_events(agent_name, run_id, [("message", {"text": f"first {MARKER}"}), ("message", {"text": "second"})]) == 2
+    first, second = raw.store.read_events(agent_name, run_id)  # as stored
+    assert MARKER not in repr(first.data) and list(first.data) == ["osxe"]
+    raw.store.replace_events(agent_name, run_id, [StoredEvent(2, second.name, first.data)])  # the first's sealed data moved to id 2
+    with pytest.raises(DecryptionError, match="event 2 .* does not decrypt"):
+        store.read_events(agent_name, run_id)
+    assert store.read_events(agent_name, run_id, limit=1)[0].data == {"text": f"first {MARKER}"}  # the one in place still opens
+    assert len(raw.store.read_events(agent_name, run_id)) == 2  # nothing was deleted
+
+
+def test_events_sealed_before_they_were_bound_to_their_ids_are_read_and_sealed_again_by_encrypt(raw, agent_name):
+    from omnisync.encryption import sealing
+    from omnisync.encryption.migration import encrypt_in_place
+
+    encryption = keys()
+    store = wrapped(raw, encryption).store
+    store.append(agent_name, "s1", [Message("user", "hi")])
+    run_id = "run_old_events"
+    store.save_run(RunRecord(run_id=run_id, agent=agent_name, session_id="s1", created_at=utcnow()), None)
+    data_key = store.data_keys.for_writing(agent_name, "s1")
+    raw.store.event_seal = None  # written as events were sealed first: bound to agent, run and name only
+    legacy = {sealing.SEALED: sealing._seal(data_key, {"text": MARKER}, agent_name, f"run:{run_id}", "event", "message")}
+    raw.store.append_events(agent_name, run_id, [("message", legacy), ("message", legacy)])
+    assert [e.data for e in wrapped(raw, encryption).store.read_events(agent_name, run_id)] == [{"text": MARKER}] * 2  # still read
+    migrating = wrapped(raw, Encryption(encryption.keys, encryption.current, accept_plaintext=True)).store
+    assert encrypt_in_place(migrating).events_sealed == 2
+    assert [list(e.data) for e in raw.store.read_events(agent_name, run_id)] == [["osxe"], ["osxe"]]  # bound to their ids now
+    assert [e.data for e in wrapped(raw, encryption).store.read_events(agent_name, run_id)] == [{"text": MARKER}] * 2
+    assert encrypt_in_place(migrating).events_sealed == 0  # resumable: what is bound is left alone
+
+
+def test_the_library_exports_an_encrypted_store_sealed_unless_asked_to_decrypt(tmp_path):
+    from omnisync.transfer import export_sqlite
+
+    with MemoryRouter("in_memory", encryption=keys()) as router, MemoryRouter("in_memory") as plain:
+        router.store.append("agent", "s1", [Message("user", f"hello {MARKER}")])
+        sealed, clear = io.StringIO(), io.StringIO()
+        export_jsonl(router.store, sealed)
+        export_jsonl(router.store, clear, decrypt=True)
+        assert MARKER not in sealed.getvalue() and "osx1." in sealed.getvalue() and '"data_key"' in sealed.getvalue()
+        assert MARKER in clear.getvalue() and "osx1." not in clear.getvalue()
+        export_sqlite(router.store, tmp_path / "sealed.db")
+        assert MARKER.encode() not in (tmp_path / "sealed.db").read_bytes()
+        with pytest.raises(ConfigurationError, match="decrypt needs the keys"):
+            export_jsonl(plain.store, io.StringIO(), decrypt=True)
+
+
+def test_a_copy_with_keys_on_one_side_only_is_refused_and_writes_nothing(raw, agent_name):
+    from omnisync.errors import TransferError
+    from omnisync.transfer import copy_store
+
+    encryption = keys()
+    sealed = wrapped(raw, encryption).store
+    sealed.append(agent_name, "s1", [Message("user", f"hello {MARKER}")])
+    with MemoryRouter("in_memory") as plain, MemoryRouter("in_memory", encryption=keys()) as keyed:
+        with pytest.raises(TransferError, match="opened with encryption keys and the destination without.*Nothing was written.*export --decrypt"):
+            copy_store(sealed, plain.store)
+        for target in (keyed.store, plain.store):  # the source opened without its keys
+            with pytest.raises(TransferError, match=f"holds encrypted values \\(agent {agent_name!r}\\) and is opened without encryption keys.*Nothing was written"):
+                copy_store(raw.store, target)
+        assert plain.store.sessions() == [] and keyed.store.sessions() == []
+        assert copy_store(sealed, keyed.store).sessions == 1  # keys on both sides: opened, sealed again by the destination
+        assert [m.content for m in keyed.store.history(agent_name, "s1")] == [f"hello {MARKER}"]
+    assert [m.content for m in sealed.history(agent_name, "s1")] == [f"hello {MARKER}"]  # the source lost nothing
+
+
+def test_the_command_line_refuses_a_copy_of_an_encrypted_store_without_keys(tmp_path, monkeypatch, capsys):
+    from omnisync.cli.main import main as cli_main
+
+    monkeypatch.setenv("OMNISYNC_ENCRYPTION_KEYS", f"k1:{base64.b64encode(os.urandom(32)).decode()}")
+    source, target = f"sqlite:///{tmp_path / 'source.db'}", f"sqlite:///{tmp_path / 'target.db'}"
+    with MemoryRouter("sql", url=source) as router:
+        router.store.append("agent", "s1", [Message("user", f"hello {MARKER}")])
+    monkeypatch.delenv("OMNISYNC_ENCRYPTION_KEYS")
+    capsys.readouterr()
+    assert cli_main(["copy", "--from", source, "--to", target]) == 1
+    assert "is opened without encryption keys" in capsys.readouterr().err
+    with MemoryRouter("sql", url=target) as router:
+        assert router.store.sessions() == []
 
 
 def test_without_encryption_configured_cryptography_is_never_imported():

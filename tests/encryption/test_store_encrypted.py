@@ -8,7 +8,7 @@ import pytest
 
 from helpers.backend_routers import BACKENDS, open_router
 from omnisync import Encryption
-from omnisync.encryption import EncryptedStore
+from omnisync.stores.encrypted import EncryptedStore
 from helpers.store_contract import StoreContract
 
 pytest.importorskip("cryptography")
@@ -36,6 +36,6 @@ def test_the_encrypted_store_decides_every_public_store_method_itself():
     inherited = {name for name in public if name not in vars(EncryptedStore)}
     allowed = {
         "iter_history", "iter_sessions", "iter_runs", "runs_page",  # built on the methods it defines (history_page, sessions_page, _page_of_runs)
-        "as_stored", "replace_values",  # the backend's own hooks: called on the inner store by its writes and by `omnisync encrypt`
+        "as_stored", "events_as_stored", "replace_values",  # the backend's own hooks: called on the inner store by its writes and by `omnisync encrypt`
     }
     assert inherited <= allowed, f"EncryptedStore leaves {sorted(inherited - allowed)} to MemoryStore"

@@ -93,3 +93,24 @@ def test_cancelling_a_running_run_with_no_driver_here_leaves_a_request_its_drive
     assert run_state.cancel_requested(store, agent.name, record.run_id) == "cancelled: enough"
     assert run_state.load(store, agent.name, record.run_id).lease_owner == token  # its driver still holds it
     assert [r.run_id for r in run_state.list_runs(store, agent.name)] == [record.run_id]  # a request is not a run
+
+
+def test_only_run_state_writes_run_records():
+    """run_state's docstring says it is the only writer of run records: no module outside it and
+    the stores (which save what they are given) calls a store's record writes, encryption's data
+    key records and ``omnisync encrypt`` included."""
+    import ast
+    from pathlib import Path
+
+    import omnisync
+
+    package = Path(omnisync.__file__).parent
+    writes = {"save_run", "save_runs", "append_and_save_run"}
+    found = []
+    for path in package.rglob("*.py"):
+        if path.relative_to(package).parts[0] in ("run_state", "stores"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in writes:
+                found.append(f"{path.relative_to(package)}:{node.lineno} {node.func.attr}")
+    assert found == []

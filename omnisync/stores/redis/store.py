@@ -135,6 +135,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 CLEAR_BATCH = 1000  # sessions cleared per pipeline by clear(agent)
 
 RUNS_PAGE_SCAN = 1000
+EVENT_TRIES = 100  # a sealed append of events, read again after another writer took the next ids
 """The most entries of an agent's run index one script of :meth:`RedisStore.runs_page` reads."""
 
 
@@ -621,8 +622,32 @@ class RedisStore(MemoryStore):
         with self._errors():
             if not checked:
                 return int(self.client.llen(f"{record}:events"))
+            if self.event_seal is not None:
+                return self._append_sealed_events(agent, run_id, record, events, checked)
             items = [f"[{json.dumps(name)},{data}]" for name, data in checked]
-            return int(self._append_events(keys=[f"{record}:events", record], args=items))
+            return int(self._append_events(keys=[f"{record}:events", record], args=["", *items]))
+
+    def _append_sealed_events(
+        self, agent: str, run_id: str, record: str, events: Sequence[tuple[str, dict[str, Any]]], checked: list[tuple[str, str]]
+    ) -> int:
+        """Sealed events carry their ids: read the run's count, seal, and append only if the count
+        is still that (one script); another writer in between: read again."""
+        for _ in range(EVENT_TRIES):
+            last = int(self.client.llen(f"{record}:events"))
+            items = [f"[{json.dumps(name)},{data}]" for name, data in self.events_as_stored(agent, run_id, last + 1, events, checked)]
+            appended = int(self._append_events(keys=[f"{record}:events", record], args=[last, *items]))
+            if appended >= 0:
+                return appended
+        raise StoreError(f"events of run {run_id!r} were not appended: other writers took the next ids {EVENT_TRIES} times")
+
+    def replace_events(self, agent: str, run_id: str, events: Sequence[StoredEvent]) -> int:
+        key, found = f"{self._agent_stem(agent)}:run:{_token(run_id)}:events", 0
+        with self._errors():
+            held = int(self.client.llen(key))
+            for event in (e for e in events if 0 < e.id <= held):
+                self.client.lset(key, event.id - 1, f"[{json.dumps(event.name)},{json.dumps(event.data, ensure_ascii=False, separators=(',', ':'))}]")
+                found += 1
+        return found
 
     def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
         limit = events_limit(after, limit)

@@ -533,18 +533,31 @@ class SQLStore(MemoryStore):
             return self._last_event_id(agent, run_id)
         for attempt in range(_EVENT_ATTEMPTS):
             try:
-                if self._is_postgres:
+                if self._is_postgres and self.event_seal is None:  # sealed events need their ids first: the two statements below
                     with self._statement(write=True) as conn:
                         return int(max(conn.execute(_append_events_statement(agent, run_id, checked)).scalars()))
                 with self._tx(write=True) as conn:
                     last = int(conn.execute(_LAST_EVENT, {"agent": agent, "run_id": run_id}).scalar() or 0)
-                    rows = [{"agent": agent, "run_id": run_id, "id": last + i, "name": n, "data": d} for i, (n, d) in enumerate(checked, 1)]
+                    stored = self.events_as_stored(agent, run_id, last + 1, events, checked)
+                    rows = [{"agent": agent, "run_id": run_id, "id": last + i, "name": n, "data": d} for i, (n, d) in enumerate(stored, 1)]
                     conn.execute(schema.run_events.insert(), rows)
                     return last + len(rows)
             except StoreError as exc:
                 if not isinstance(exc.__cause__, IntegrityError) or attempt == _EVENT_ATTEMPTS - 1:
                     raise
         raise AssertionError("unreachable")
+
+    def replace_events(self, agent: str, run_id: str, events: Sequence[StoredEvent]) -> int:
+        if not events:
+            return 0
+        table = schema.run_events
+        where = (table.c.agent == agent) & (table.c.run_id == run_id) & (table.c.id == sa.bindparam("event_id"))
+        statement = table.update().where(where).values(data=sa.bindparam("new_data"))
+        with self._tx(write=True) as conn:
+            return sum(
+                int(conn.execute(statement, {"event_id": e.id, "new_data": json.dumps(e.data, ensure_ascii=False, separators=(",", ":"))}).rowcount)
+                for e in events
+            )
 
     def _last_event_id(self, agent: str, run_id: str) -> int:
         with self._statement() as conn:

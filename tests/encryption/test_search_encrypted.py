@@ -11,12 +11,12 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from backend_routers import BACKENDS, open_router
-from encryption_raw import raw_text
+from helpers.backend_routers import BACKENDS, open_router
+from helpers.encryption_raw import raw_text
 from omnisync import Encryption, MemoryRouter
 from omnisync.encryption.migration import encrypt_in_place
 from omnisync.encryption.rotation import rotate
-from omnisync.encryption.search_key import SEARCH_KEY_SESSION
+from omnisync.stores.encrypted_search import SEARCH_KEY_SESSION
 from omnisync.messages import Message
 from omnisync.stores.base import MemoryStore
 from test_cli import cli, environment

@@ -3,7 +3,9 @@
 The one place values are encrypted for every backend. Each store calls its
 :attr:`~omnisync.stores.base.MemoryStore.message_seal` on the messages it writes once their
 seq is known (inside its own atomic write); everything else (run records, events, summaries)
-is sealed here before the store sees it, and everything read is opened here.
+is sealed here before the store sees it, and everything read is opened here. Like every
+store it saves what it is given; only :mod:`omnisync.run_state` decides what a run record
+becomes and saves it (the data key records too: :mod:`omnisync.run_state.data_keys`).
 """
 
 from __future__ import annotations
@@ -13,16 +15,18 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from ..encryption import sealing
+from ..encryption.data_keys import DataKey
+from ..encryption.envelope import aesgcm
+from ..encryption.keys import Encryption
 from ..messages import Message, utcnow
 from ..run_record import DATA_KEY, RUN_KINDS, RunRecord
 from ..search.hits import Found
-from ..stores.base import MAX_EVENTS_READ, MemoryStore, RunCursor, StoredEvent, SessionInfo
-from ..stores.copy_by_replay import copy_by_replay
-from . import sealing
-from .data_keys import DataKey, DataKeys
-from .envelope import aesgcm
-from .keys import Encryption
-from .search_key import SearchKeys, search_sealed, sealed_terms
+from .base import MAX_EVENTS_READ, MemoryStore, RunCursor, StoredEvent, SessionInfo
+from .copy_by_replay import copy_by_replay
+from .encrypted_keys import DataKeys
+from .encrypted_search import SearchKeys
+from ..search.terms import index_terms, searchable_text
 
 
 class EncryptedStore(MemoryStore):
@@ -39,6 +43,7 @@ class EncryptedStore(MemoryStore):
         self.search_keys: SearchKeys = SearchKeys(self.data_keys)
         inner.message_seal = self.seal_placed
         inner.sealed_terms = self._sealed_terms
+        inner.event_seal = self.seal_event
 
     def __getattr__(self, name: str) -> Any:  # what only the backend has (its client, engine, kind...)
         if name == "inner":
@@ -54,7 +59,7 @@ class EncryptedStore(MemoryStore):
 
     def seal_placed(self, message: Message) -> Message:
         """``message`` (its seq known) as stored: content, tool calls and metadata sealed (and, for
-        a store with an index, the keyed hashes of its terms: omnisync.encryption.search_key)."""
+        a store with an index, the keyed hashes of its terms: omnisync.stores.encrypted_search)."""
         sealed = sealing.seal_message(self.data_keys.for_writing(message.agent, message.session_id), message)
         return self.search_keys.keyed(sealed, message) if self.inner.keeps_search_index else sealed
 
@@ -65,7 +70,10 @@ class EncryptedStore(MemoryStore):
             self.search_keys.hasher(agent)
 
     def _sealed_terms(self, stored: Message) -> list[str]:
-        return sealed_terms(self, stored)
+        """The keyed terms of a message as the store holds it, sealed: its content opened, then hashed."""
+        bare = Message(stored.role, stored.content, agent=stored.agent, session_id=stored.session_id, seq=stored.seq)
+        opened = self.open_messages(stored.agent, stored.session_id, [bare])[0]
+        return self.search_keys.hasher(stored.agent).terms(index_terms(searchable_text(opened.content)))
 
     def _opener(self, agent: str, session_id: str) -> sealing.Opener:
         def data_key(data_key_id: str, describe: str) -> DataKey:
@@ -169,8 +177,14 @@ class EncryptedStore(MemoryStore):
         after: datetime | None = None,
     ) -> list[Found]:
         """The backend's index searched with the keyed hashes of ``terms``, the hits opened (a store
-        without an index: the bounded scan of opened messages); omnisync.encryption.search_key."""
-        return search_sealed(self, agent, terms, session_id, limit, before, after)
+        without an index: the bounded scan of opened messages); omnisync.stores.encrypted_search."""
+        if not self.inner.keeps_search_index:
+            return MemoryStore.search_messages(self, agent, terms, session_id=session_id, limit=limit, before=before, after=after)
+        if not terms or limit < 1:
+            return []
+        hashed = sorted(set(self.search_keys.hasher(agent).terms(terms)))
+        found = self.inner.search_messages(agent, hashed, session_id=session_id, limit=limit, before=before, after=after)
+        return [Found(f.score, self.open_messages(agent, f.message.session_id, [f.message])[0]) for f in found]
 
     def reindex(self, agent: str | None = None) -> int:
         """As the store it wraps, each sealed message's keyed terms written from its opened content."""
@@ -261,18 +275,30 @@ class EncryptedStore(MemoryStore):
 
     # --- a run's events -------------------------------------------------------------------
 
+    def seal_event(self, agent: str, run_id: str, event_id: int, name: str, data: dict[str, Any]) -> dict[str, Any]:
+        """An event's data (its id known) as stored: sealed, bound to its id."""
+        return sealing.seal_event(self.data_keys.for_writing(agent, self._events_session(agent, run_id)), agent, run_id, event_id, name, data)
+
     def append_events(self, agent: str, run_id: str, events: Sequence[tuple[str, dict[str, Any]]]) -> int:
-        if not events:
-            return self.inner.append_events(agent, run_id, events)
-        data_key = self.data_keys.for_writing(agent, self._events_session(agent, run_id))
-        return self.inner.append_events(agent, run_id, [(name, sealing.seal_event(data_key, agent, run_id, name, data)) for name, data in events])
+        """Sealed by the store it wraps once their ids are known (:meth:`seal_event`, inside its write)."""
+        if events:
+            self.data_keys.for_writing(agent, self._events_session(agent, run_id))  # read before the store's write, inside which the seal runs
+        return self.inner.append_events(agent, run_id, events)
 
     def read_events(self, agent: str, run_id: str, after: int = 0, limit: int = MAX_EVENTS_READ) -> list[StoredEvent]:
-        found = self.inner.read_events(agent, run_id, after, limit)
-        if not found:
-            return found
+        return self.open_events(agent, run_id, self.inner.read_events(agent, run_id, after, limit))
+
+    def open_events(self, agent: str, run_id: str, events: list[StoredEvent]) -> list[StoredEvent]:
+        """A run's events as the store it wraps holds them, opened (each at its id)."""
+        if not events:
+            return events
         opener, plain = self._opener(agent, self._events_session(agent, run_id)), self.encryption.accept_plaintext
-        return [StoredEvent(e.id, e.name, sealing.open_event(agent, run_id, e.name, e.data, opener, plain)) for e in found]
+        return [StoredEvent(e.id, e.name, sealing.open_event(agent, run_id, e.id, e.name, e.data, opener, plain)) for e in events]
+
+    def replace_events(self, agent: str, run_id: str, events: Sequence[StoredEvent]) -> int:
+        """Each event sealed at its id, written over the stored one (what ``omnisync encrypt`` does)."""
+        sealed = [StoredEvent(e.id, e.name, self.seal_event(agent, run_id, e.id, e.name, e.data)) for e in events]
+        return self.inner.replace_events(agent, run_id, sealed)
 
     # --- lifecycle ----------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ with no code of their own. The HMAC key is derived from it (HMAC-SHA256 of a fix
 the data key serves one use only. Terms are hashed by :class:`~omnisync.search.keyed.TermHasher`.
 
 Stores with an index of their own (SQL, MongoDB: ``MemoryStore.keeps_search_index``) index the
-hashes and are searched with the query's hashes; the hits are then opened here. The others
+hashes and are searched with the query's hashes; the hits are then opened by the encrypted store (``stores/encrypted.py``). The others
 (Redis, in process) scan the opened messages, as without encryption.
 """
 
@@ -16,19 +16,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
-from collections.abc import Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING
 
 from ..messages import Message
-from ..search.hits import Found
 from ..search.keyed import KeyedMessage, TermHasher
 from ..search.terms import index_terms, searchable_text
-from ..stores.base import MemoryStore
-from .data_keys import DataKeys
+from .encrypted_keys import DataKeys
 
-if TYPE_CHECKING:
-    from .store import EncryptedStore
 
 SEARCH_KEY_SESSION = "omnisync:search-key"
 """The pseudo-session whose data key record holds an agent's search key (it holds no messages)."""
@@ -61,30 +54,3 @@ class SearchKeys:
             s.role, s.content, s.tool_calls, s.tool_call_id, s.name, s.metadata, s.tokens, s.run_id,
             s.agent, s.session_id, s.seq, s.status, s.created_at, hashed,
         )
-
-
-def sealed_terms(store: "EncryptedStore", stored: Message) -> list[str]:
-    """The keyed terms of a message as the store holds it, sealed: its content opened, then hashed."""
-    bare = Message(stored.role, stored.content, agent=stored.agent, session_id=stored.session_id, seq=stored.seq)
-    opened = store.open_messages(stored.agent, stored.session_id, [bare])[0]
-    return store.search_keys.hasher(stored.agent).terms(index_terms(searchable_text(opened.content)))
-
-
-def search_sealed(
-    store: "EncryptedStore",
-    agent: str,
-    terms: Sequence[str],
-    session_id: str | None,
-    limit: int,
-    before: datetime | None,
-    after: datetime | None,
-) -> list[Found]:
-    """The best ``limit`` active messages of ``agent`` holding every term, opened, best first."""
-    if not store.inner.keeps_search_index:
-        return MemoryStore.search_messages(store, agent, terms, session_id=session_id, limit=limit, before=before, after=after)
-    if not terms or limit < 1:
-        return []
-    hashed = sorted(set(store.search_keys.hasher(agent).terms(terms)))
-    found = store.inner.search_messages(agent, hashed, session_id=session_id, limit=limit, before=before, after=after)
-    return [Found(f.score, store.open_messages(agent, f.message.session_id, [f.message])[0]) for f in found]
-
