@@ -14,6 +14,8 @@ each side sent for one call of each row.
   (instant model server, window of 20), vs the raw read and write it replaces: the window's
   SELECT of 20, then the same model call through http.client (not timed), then the append's
   write, so both sides meet the database as a run does, after a model call.
+- run() vs raw (SQLite and PostgreSQL): the whole ``agent.run()`` against the same read, the
+  model's POST through http.client and the same write, all timed.
 """
 
 from __future__ import annotations
@@ -111,16 +113,26 @@ def rows(kind: str, setup: Setup, length: int, reps: int, model_url: str) -> tup
         with b.sent_statements(sqlite_connections(setup)) as by_raw:
             theirs()
         sent[title] = (by_ours, by_raw)
+    agent = _agent(setup.store, model_url)
+    model_call = _http_floors(model_url, [m.to_chat() for m in ours.load(sessions[0], RUN_WINDOW)])["http_client"]
+
+    def whole_raw_run() -> None:
+        """The raw equivalent of a run: the read, the model's POST through http.client (its body
+        encoded once, beforehand: less work than a run's, which encodes what it read), the write."""
+        session = rotating("raw")
+        raw.load(session, RUN_WINDOW)
+        model_call()
+        raw.write(session)
+
+    medians = interleaved({"ours": lambda: (agent.run(w.USER_TEXTS[0], session_id=rotating("ours")), None)[1], "raw": lambda: (whole_raw_run(), None)[1]}, reps)
+    measured.append(("run() vs raw read + http.client POST + write", medians["ours"], medians["raw"]))
     if kind == "sqlite":
-        agent = _agent(setup.store, model_url)
         clock = StoreClock(setup.store)
 
         def run() -> int:
             before = clock.spent_ns
             agent.run(w.USER_TEXTS[0], session_id=rotating("ours"))
             return clock.spent_ns - before
-
-        model_call = _http_floors(model_url, [m.to_chat() for m in ours.load(sessions[0], RUN_WINDOW)])["http_client"]
 
         def read_and_write() -> int:
             """The read, the model's answer (not timed, as a run's is not), the write: the store's place in a run."""
@@ -144,7 +156,7 @@ def rows(kind: str, setup: Setup, length: int, reps: int, model_url: str) -> tup
             raw.load(sessions[0], RUN_WINDOW)
             raw.write(sessions[0])
         sent["run(), store side vs raw read + write"] = (by_ours, by_raw)
-        agent.cleanup()
+    agent.cleanup()
     return measured, sent
 
 

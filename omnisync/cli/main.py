@@ -13,11 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ..errors import ConfigurationError, OmnisyncError
-from ..run_record import RUN_STATUSES
-from ..storable import MAX_ID_LENGTH
-from .connect import CLI_KINDS
 from .errors import CommandError, UsageError
-from .reading import open_existing
 
 DEFAULT_TIMEOUT = 10.0
 MAX_ERROR_CHARS = 300
@@ -75,6 +71,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.opens_own_store:  # import reads its file first; copy opens two stores
         status: int = args.handler(args, timeout)
         return status
+    from .reading import open_existing  # the router and its stores: not imported for --version
+
     with open_existing(getattr(args, "store", None), getattr(args, "url", None), timeout) as router:
         status = args.handler(args, router)
     return status
@@ -92,6 +90,8 @@ def _one_line(exc: BaseException) -> str:
 
 def identifier(what: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
+        from ..storable import MAX_ID_LENGTH  # when an argument is read: not imported for --version
+
         if not text or len(text) > MAX_ID_LENGTH:
             raise argparse.ArgumentTypeError(f"a {what} is 1 to {MAX_ID_LENGTH} characters, not {text!r}")
         if what == "agent name" and "#" in text:
@@ -126,6 +126,8 @@ def _connection_options(with_store: bool) -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
     group = options.add_argument_group("store options")
     if with_store:
+        from .connect import CLI_KINDS  # the store registry: not imported for --version
+
         group.add_argument("--store", choices=CLI_KINDS, default=argparse.SUPPRESS, metavar="KIND", help=f"one of {', '.join(CLI_KINDS)}")
         group.add_argument("--url", default=argparse.SUPPRESS, help="the store's URL (else the kind's environment variable)")
     group.add_argument("--timeout", type=positive_seconds, default=argparse.SUPPRESS, metavar="SECONDS", help=f"give up connecting after this long (default {DEFAULT_TIMEOUT:g})")
@@ -134,6 +136,7 @@ def _connection_options(with_store: bool) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..run_record import RUN_STATUSES  # with the commands: not imported for --version
     from . import doctor, history, keys, parts, preview, runs, serve, show, transfer
 
     store_options = _connection_options(with_store=True)

@@ -4,7 +4,8 @@ A read of a fixed size waits until that many bytes came: a server that trickles 
 byte at a time would keep it waiting for as long as it likes, each byte within the read
 timeout. So a body is read with ``read1`` (whatever is there), and before each read the
 socket's timeout is cut to what is left of the call's deadline: the deadline bounds the whole
-call however the body arrives.
+call however the body arrives. A body whose length the headers give (and that is not
+compressed) is complete once that many bytes came: no read waits for its end.
 """
 
 from __future__ import annotations
@@ -38,6 +39,17 @@ def reader(response: requests.Response, deadline_at: float, clock: Callable[[], 
         return lambda: raw.read1(READ_SIZE)
     pieces = response.iter_content(READ_SIZE)  # urllib3 1.x: chunked bodies still come chunk by chunk
     return lambda: next(pieces, b"")
+
+
+def sent_length(response: requests.Response) -> int | None:
+    """The body's length in bytes as it is read: its Content-Length when it is sent uncompressed, else None."""
+    length = response.headers.get("Content-Length")
+    if length is None or response.headers.get("Content-Encoding", "identity").lower() != "identity":
+        return None
+    try:
+        return int(length)
+    except ValueError:
+        return None
 
 
 def _socket_of(raw: Any) -> socket.socket | None:

@@ -24,12 +24,12 @@ from ..errors import (
 )
 from ..telemetry import ChatCall
 from ..redact import RecentSecrets, redact_text, redact_url, redact_value, remember_secret
-from .body import reader as body_reader
+from .body import reader as body_reader, sent_length
 from .completion import Completion, parse_completion
 from .config import SAMPLING_OPTIONS, ModelConfig
 from .extra_body import check_extra_body
 from .http_options import call_api_key
-from .retry import retry_after_seconds, retrying
+from .retry import attempted, retry_after_seconds, retrying
 from .stream import CompletionStream
 from .transport import Transport
 
@@ -135,11 +135,14 @@ class ChatClient:
         deadline_at = started + self.config.deadline
         attempts = 0
         call = ChatCall(self.config, messages)
+
+        def attempt() -> Completion:
+            nonlocal attempts
+            attempts += 1
+            return call.finished(parse_completion(self._post(body, deadline_at)))
+
         try:
-            for attempt in self._retrying:
-                with attempt:
-                    attempts += 1
-                    return call.finished(parse_completion(self._post(body, deadline_at)))
+            return attempted(self._retrying, attempt)
         except ModelError as exc:
             _tell_attempts(exc, attempts, self._clock() - started)
             call.failed(exc)
@@ -147,7 +150,6 @@ class ChatClient:
         except BaseException as exc:
             call.failed(exc)
             raise
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _post(self, body: bytes, deadline_at: float) -> dict[str, Any]:
         left = deadline_at - self._clock()
@@ -168,14 +170,18 @@ class ChatClient:
             raise ModelResponseError(f"{self.shown_url} answered {response.status_code} with a body that is not JSON") from exc
 
     def _read_body(self, response: requests.Response, deadline_at: float) -> bytes:
-        """The response body, read in chunks until the call's deadline."""
+        """The response body, read in chunks until the call's deadline (and no further once its Content-Length came)."""
         chunks = []
         read = body_reader(response, deadline_at, self._clock)
+        expected, received = sent_length(response), 0
         try:
             while chunk := read():
                 chunks.append(chunk)
                 if self._clock() > deadline_at:
                     raise self._past_deadline(request_sent=True)
+                received += len(chunk)
+                if received == expected:
+                    break
         except (OSError, http.client.HTTPException, urllib3.exceptions.HTTPError, requests.RequestException) as exc:
             if self._clock() > deadline_at:
                 raise self._past_deadline(request_sent=True) from exc
@@ -246,13 +252,10 @@ class ChatClient:
             body["stream_options"] = {"include_usage": True}
         call = ChatCall(self.config, messages, streaming=True)
         try:
-            for attempt in self._retrying:
-                with attempt:
-                    return CompletionStream(self._open_stream(body), deadline_at=deadline_at, call=call)
+            return attempted(self._retrying, lambda: CompletionStream(self._open_stream(body), deadline_at=deadline_at, call=call))
         except BaseException as exc:
             call.failed(exc)
             raise
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _open_stream(self, body: dict[str, Any]) -> requests.Response:
         try:

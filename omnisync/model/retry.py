@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from email.utils import parsedate_to_datetime
 from datetime import datetime, timezone
+from typing import TypeVar
 
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity import AttemptManager, DoAttempt, DoSleep, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from ..errors import ModelConnectionError, ModelStatusError, ModelTimeoutError
 
@@ -15,6 +17,8 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 RETRY_AFTER_CAP = 30.0
 BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 8.0
+
+T = TypeVar("T")
 
 
 def should_retry(error: BaseException) -> bool:
@@ -67,3 +71,36 @@ def retrying(max_retries: int, sleep: Callable[[float], None]) -> Retrying:
         sleep=sleep,
         reraise=True,
     )
+
+
+def attempted(retrying: Retrying, attempt: Callable[[], T]) -> T:
+    """``attempt()``, tried again by ``retrying``'s rules: what ``for a in retrying: with a: return attempt()``
+    does, with its first try made outside tenacity (whose machinery costs ~20 µs a call that
+    almost never fails). Once that try failed, tenacity decides, waits and tries again exactly
+    as it would have: the same stop, wait, retry rule, sleep and re-raised error."""
+    started = time.monotonic()
+    try:
+        return attempt()
+    except BaseException as exc:  # as tenacity's AttemptManager: its retry rule decides, and re-raises the rest
+        failed = exc
+    for again in _attempts_after(retrying, failed, started):
+        with again:
+            return attempt()
+    raise AssertionError("unreachable")  # pragma: no cover: the last attempt's error is re-raised
+
+
+def _attempts_after(retrying: Retrying, failed: BaseException, started: float) -> Iterator[AttemptManager]:
+    """tenacity's ``Retrying.__iter__``, resumed after a first attempt that raised ``failed``."""
+    retrying.begin()
+    state = RetryCallState(retrying, fn=None, args=(), kwargs={})
+    state.start_time = started
+    state.set_exception((type(failed), failed, failed.__traceback__))
+    while True:
+        do = retrying.iter(retry_state=state)
+        if isinstance(do, DoAttempt):
+            yield AttemptManager(retry_state=state)
+        elif isinstance(do, DoSleep):
+            state.prepare_for_next_attempt()
+            retrying.sleep(do)
+        else:
+            break

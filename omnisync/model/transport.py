@@ -45,10 +45,11 @@ class Transport:
         request = requests.PreparedRequest()
         request.method = "POST"
         request.url = self.prepared_url
-        request.headers = cast(Any, self._merged(headers).copy())  # requests' stubs type header values as str | bytes
+        own = self._thread_headers(headers)
+        request.headers = cast(Any, own.copy() if session.cookies else own)  # requests' stubs type header values as str | bytes
         request.headers["Content-Length"] = str(len(body))
         request.body = body
-        if session.cookies:  # what the server set earlier goes back, as Session.post would send it
+        if session.cookies:  # what the server set earlier goes back, as Session.post would send it (in a copy: the Cookie header is this request's alone)
             request.prepare_cookies(session.cookies)
         return session.send(request, timeout=timeout, stream=True, verify=self._verify, proxies=self._proxies, cert=None)
 
@@ -63,6 +64,15 @@ class Transport:
         merged.setdefault("Content-Type", "application/json")
         self._last_merged = (headers, merged)  # one assignment: threads see a matching pair
         return merged
+
+    def _thread_headers(self, headers: Mapping[str, str]) -> CaseInsensitiveDict[str | bytes]:
+        """This thread's copy of the merged headers, whose Content-Length each of its requests sets
+        (one thread sends one request at a time); made again when ``headers`` is another mapping."""
+        mine: tuple[Mapping[str, str], CaseInsensitiveDict[str | bytes]] | None = getattr(self._local, "headers", None)
+        if mine is None or mine[0] is not headers:
+            mine = (headers, self._merged(headers).copy())
+            self._local.headers = mine
+        return mine[1]
 
     def _session(self) -> requests.Session:
         session: requests.Session | None = getattr(self._local, "session", None)

@@ -68,6 +68,7 @@ class Keeper:
         self._watches: dict[str, Watch] = {}
         self._changed: threading.Condition = threading.Condition()
         self._pid: int | None = None
+        self._wakes_at: float = float("-inf")  # when the thread looks next (it never sleeps past WATCH_SECONDS)
 
     def add(self, watch: Watch) -> None:
         with self._changed:
@@ -75,7 +76,10 @@ class Keeper:
             if self._pid != os.getpid():
                 self._pid = os.getpid()
                 threading.Thread(target=self._serve, name="omnisync-run-keeper", daemon=True).start()
-            self._changed.notify()
+            elif watch.due < self._wakes_at:
+                # Waking the thread costs the run a hand-over of the GIL (about a millisecond on a busy
+                # machine): done only when the thread would otherwise look too late.
+                self._changed.notify()
 
     def remove(self, watch: Watch) -> None:
         with self._changed:
@@ -92,9 +96,11 @@ class Keeper:
                 now = time.monotonic()
                 due = [w for w in self._watches.values() if w.due <= now]
                 if not due:
-                    soonest = min((w.due for w in self._watches.values()), default=now + 60)
-                    self._changed.wait(max(soonest - now, 0.01))
+                    soonest = min((w.due for w in self._watches.values()), default=now + WATCH_SECONDS)
+                    self._wakes_at = now + max(soonest - now, 0.01)
+                    self._changed.wait(self._wakes_at - now)
                     continue
+                self._wakes_at = float("-inf")  # busy with the due ones: a watch added now is seen when it loops
             for watch in due:
                 try:
                     watch.tick()

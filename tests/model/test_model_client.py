@@ -339,3 +339,62 @@ def test_the_deadline_bounds_a_body_that_trickles_in_a_byte_at_a_time():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_body_of_known_length_is_read_in_one_read_and_its_connection_kept(monkeypatch):
+    """No read waits for the end of a body whose Content-Length came whole; the connection goes back
+    to the pool for the next call. A compressed body (its length is not what is read) is read to its end."""
+    import gzip
+    import http.server
+    import json as jsonlib
+    import threading
+
+    from omnisync.model import body as body_module
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            answer = jsonlib.dumps(completion("whole")).encode()
+            zipped = self.path.endswith("/gzip/chat/completions")
+            sent = gzip.compress(answer) if zipped else answer
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if zipped:
+                self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(sent)))
+            self.end_headers()
+            self.wfile.write(sent)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    reads = []
+    plain_reader = body_module.reader
+
+    def counting_reader(*args):
+        read = plain_reader(*args)
+        return lambda: reads.append(read()) or reads[-1]
+
+    monkeypatch.setattr("omnisync.model.client.body_reader", counting_reader)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        chat = client(base_url=base)
+        for _ in range(3):
+            assert chat.complete([{"role": "user", "content": "hi"}]).content == "whole"
+        assert len(reads) == 3 and all(reads)  # one read a call, none for the body's end
+        pool = next(iter(chat._transport._session().adapters["http://"].poolmanager.pools._container.values()))
+        assert pool.num_connections == 1 and pool.num_requests == 3
+        chat.close()
+        reads.clear()
+        zipped = client(base_url=f"{base}/gzip")
+        assert zipped.complete([{"role": "user", "content": "hi"}]).content == "whole"
+        assert reads[-1] == b""  # read to its end
+        zipped.close()
+    finally:
+        server.shutdown()
+        server.server_close()

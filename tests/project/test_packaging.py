@@ -191,6 +191,16 @@ def test_the_version_command_loads_no_http_client_or_driver():
     assert _modules_loaded_by(code) == []
 
 
+def test_the_version_command_loads_no_store_router_or_run_record():
+    """What the commands need (the router, the store registry, run records) waits for a command: --version
+    answers after omnisync, argparse and the package metadata (issue 23: under 100 ms over a bare start)."""
+    code = "import sys; sys.argv = ['omnisync', '--version']\nfrom omnisync.cli.main import main\nmain()\nprint('loaded:', *sorted(m for m in sys.modules if m.startswith('omnisync.')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout.rsplit("loaded:", 1)[1].split()
+    assert [name for name in loaded if name.startswith(("omnisync.router", "omnisync.stores", "omnisync.run_record", "omnisync.storable", "omnisync.cli.connect", "omnisync.cli.reading"))] == []
+
+
 def test_every_public_name_resolves_to_its_module_s_object():
     fresh = subprocess.run(
         [sys.executable, "-c", "import omnisync; print(sorted(n for n in omnisync.__all__ if getattr(omnisync, n) is None))"],

@@ -51,11 +51,10 @@ class PostgresStore(SQLStore):
     @contextmanager
     def _autocommit(self) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection in autocommit, back in the pool as it came (or dropped if it broke)."""
-        where = self._describe()
         try:
             pooled = self.engine.raw_connection()
         except SQLAlchemyError as exc:
-            raise StoreError(_failed(where, exc)) from exc
+            raise StoreError(_failed(self._describe(), exc)) from exc
         connection: psycopg.Connection[Any] = pooled.driver_connection  # type: ignore[assignment]
         try:
             connection.autocommit = True
@@ -66,7 +65,7 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             if connection.closed or connection.broken:
                 pooled.invalidate(exc)
-            raise StoreError(_failed(where, exc)) from exc
+            raise StoreError(_failed(self._describe(), exc)) from exc  # named only on failure: rendering the URL costs a load ~5 µs
         finally:
             pooled.close()  # back to the pool
 

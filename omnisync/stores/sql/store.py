@@ -191,7 +191,7 @@ class SQLStore(MemoryStore):
     @contextmanager
     def _tx(self, write: bool = False) -> Iterator[Connection]:
         """A transaction; on SQLite a write takes the write lock up front, a read runs on its own."""
-        with self._serial or nullcontext(), _store_errors(self._describe()):
+        with self._serial or nullcontext(), _store_errors(self._describe):
             with self.engine.connect() as conn:
                 conn = conn.execution_options(**{_WRITE: write})
                 with conn.begin():
@@ -205,7 +205,7 @@ class SQLStore(MemoryStore):
             with self._tx(write) as conn:
                 yield conn
             return
-        with _store_errors(self._describe()), self.engine.connect() as conn:
+        with _store_errors(self._describe), self.engine.connect() as conn:
             yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     def _describe(self) -> str:
@@ -837,10 +837,12 @@ def _session_key(agent: str, session_id: str) -> Any:
 
 
 @contextmanager
-def _store_errors(where: str) -> Iterator[None]:
+def _store_errors(describe: Callable[[], str]) -> Iterator[None]:
+    """SQLAlchemy's errors as StoreError naming the store (``describe()``, called only on failure: it renders the URL)."""
     try:
         yield
     except SQLAlchemyError as exc:
+        where = describe()
         logger.debug("%s failed: %s", where, exc)
         cut_after = call_deadline.WATCHDOG.cut_here()
         if cut_after is not None:
