@@ -1,0 +1,80 @@
+"""No two modules of the package import each other round, counting every import: those inside
+functions and under ``TYPE_CHECKING`` too (a circle there is still two concepts without an order)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import omnisync
+
+PACKAGE = Path(omnisync.__file__).resolve().parent
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = ("omnisync", *path.relative_to(PACKAGE).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _every_import(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return {module for module in found if module in modules and module != name}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_no_modules_import_each_other_round():
+    modules = _modules()
+    graph = {name: _every_import(name, path, modules) for name, path in modules.items()}
+    assert _circles(graph) == []
+
+
+def test_a_circle_is_found_when_there_is_one():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
