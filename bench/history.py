@@ -37,7 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from omnisync.messages import Message
-from omnisync.stores.sql import store as sql_module
+from omnisync.stores.sql import rows as sql_rows  # the one converter of messages to rows: where the terms are written
 from omnisync.stores.base import MemoryStore
 
 VOCABULARY = 20_000
@@ -138,14 +138,14 @@ def bench_writes(kind: str, store: MemoryStore, baseline: MemoryStore, rows: lis
     pairs = [[Message(role="user", content=text(rng), tokens=30), Message(role="assistant", content=text(rng), tokens=30)] for _ in range(APPENDS)]
     ours: list[float] = []
     base: list[float] = []
-    real_terms = sql_module.stored_terms_text
+    real_terms = sql_rows.stored_terms_text
     for i, pair in enumerate(pairs):  # interleaved, so both meet the same load
         ours.append(timed(lambda: store.append(AGENT + "-w", f"w{i % 20}", pair)))
-        sql_module.stored_terms_text = lambda message: None  # type: ignore[assignment]
+        sql_rows.stored_terms_text = lambda message: None  # type: ignore[assignment]
         try:
             base.append(timed(lambda: baseline.append(AGENT + "-w", f"w{i % 20}", pair)))
         finally:
-            sql_module.stored_terms_text = real_terms
+            sql_rows.stored_terms_text = real_terms
     ours_ms, base_ms = statistics.median(ours) * 1e3, statistics.median(base) * 1e3
     rows.append((kind, "append a run (2 msgs)", f"{ours_ms:.3f} ms", "", f"{base_ms:.3f} ms", f"{ours_ms / base_ms:.2f}x"))
 
@@ -157,18 +157,18 @@ def bench_runs(kind: str, store: MemoryStore, baseline: MemoryStore, rows: list[
 
     rng = random.Random(9)
     prompts = [text(rng) for _ in range(RUNS)]
-    real_terms = sql_module.stored_terms_text
+    real_terms = sql_rows.stored_terms_text
     with _model_server() as url:
         ours_agent, base_agent = _agent(store, url), _agent(baseline, url)
         ours: list[float] = []
         base: list[float] = []
         for i, prompt in enumerate(prompts):
             ours.append(timed(lambda: ours_agent.run(prompt, session_id=f"run{i % 10}")))
-            sql_module.stored_terms_text = lambda message: None  # type: ignore[assignment]
+            sql_rows.stored_terms_text = lambda message: None  # type: ignore[assignment]
             try:
                 base.append(timed(lambda: base_agent.run(prompt, session_id=f"run{i % 10}")))
             finally:
-                sql_module.stored_terms_text = real_terms
+                sql_rows.stored_terms_text = real_terms
         ours_agent.cleanup()
         base_agent.cleanup()
     ours_ms, base_ms = statistics.median(ours) * 1e3, statistics.median(base) * 1e3
@@ -177,7 +177,8 @@ def bench_runs(kind: str, store: MemoryStore, baseline: MemoryStore, rows: list[
 
 def bench_encrypted(kind: str, folder: str, count: int, rows: list[tuple[str, ...]]) -> None:
     """Search and append on an encrypted store: its index of keyed hashes, and what that index adds to a sealed append."""
-    from omnisync.encryption import EncryptedStore, Encryption
+    from omnisync.encryption import Encryption
+    from omnisync.stores.encrypted import EncryptedStore
 
     encryption = Encryption({"bench": os.urandom(32)}, "bench")
     store = EncryptedStore(open_store(kind, folder), encryption)
