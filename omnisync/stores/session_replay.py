@@ -26,14 +26,16 @@ class SessionReplay:
     """
 
     def __init__(self, store: MemoryStore, agent: str, session_id: str, advance: Callable[[int], None] = lambda count: None) -> None:
-        self.store = store
-        self.agent = agent
-        self.session_id = session_id
-        self.advance = advance
+        self.store: MemoryStore = store
+        self.agent: str = agent
+        self.session_id: str = session_id
+        self.advance: Callable[[int], None] = advance
         self.pending: list[Message] = []
-        self.inactive_first = self.inactive_last = self.inactive_count = 0
-        self.seqs = SeqMap()
-        self.counted = False
+        self.inactive_first: int = 0
+        self.inactive_last: int = 0
+        self.inactive_count: int = 0
+        self.seqs: SeqMap = SeqMap()
+        self.counted: bool = False
 
     def add(self, message: Message) -> None:
         self.pending.append(message)
