@@ -9,8 +9,6 @@ from __future__ import annotations
 from contextlib import closing
 
 import json
-import os
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -22,35 +20,11 @@ from omnisync.agent import OmniCoreAgent
 from omnisync.messages import Message, utcnow
 from omnisync.router import MemoryRouter
 from omnisync.run_record import AWAITING_APPROVAL, RunRecord
-from omnisync.stores.registry import KINDS
 from omnisync.stores.sql.store import SQLStore
 from helpers.transfer_helpers import AGENT, fill, seqs, snapshot
+from helpers.cli_run import assert_one_line_failure, cli, environment
 
 REPO = Path(__file__).resolve().parents[2]
-STORE_VARIABLES = tuple(name for kind in KINDS.values() for name in (kind.environment, *kind.settings) if name)
-"""Every variable a store reads, as the registry declares them: no test inherits the machine's."""
-
-
-# --- helpers ------------------------------------------------------------------------
-
-
-def cli(*args: str, env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "omnisync.cli", *args], env=env, input=stdin, capture_output=True, text=True, timeout=120
-    )
-
-
-def environment(**variables: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in STORE_VARIABLES}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update(variables)
-    return env
-
-
-def assert_one_line_failure(result: subprocess.CompletedProcess[str], status: int = 1) -> None:
-    assert result.returncode == status, result
-    assert "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from omnisync.doctor import FAIL, OK, WARN, Report
 from omnisync.doctor.measure import judge_clock, judge_latency, judge_version
 from omnisync.stores.sql import schema as sql_schema
 from omnisync.stores.sql.store import SQLStore
-from test_cli import assert_one_line_failure, cli, environment
+from helpers.cli_run import assert_one_line_failure, cli, environment
 
 PASSWORD = "s3cr3t-doctor-pw"
 

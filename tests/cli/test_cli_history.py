@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from omnisync.messages import Message
 from omnisync.stores.sql.store import SQLStore
-from test_cli import cli, environment
+from helpers.cli_run import cli, environment
 
 AGENT = "helper"
 

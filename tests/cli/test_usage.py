@@ -18,7 +18,7 @@ from omnisync.serve import create_app
 from omnisync.tokens import MESSAGE_OVERHEAD
 from omnisync.usage import add_usage, read_usage
 from helpers.serve_servers import uvicorn_server
-from test_cli import cli, environment
+from helpers.cli_run import cli, environment
 
 SUMMARY_SYSTEM = "You write the running summary"
 STEP_USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}

@@ -19,7 +19,7 @@ from omnisync.encryption.rotation import rotate
 from omnisync.stores.encrypted_search import SEARCH_KEY_SESSION
 from omnisync.messages import Message
 from omnisync.stores.base import MemoryStore
-from test_cli import cli, environment
+from helpers.cli_run import cli, environment
 
 pytest.importorskip("cryptography")
 
