@@ -690,7 +690,7 @@ def sent_statements(sqlite_connections: Sequence[sqlite3.Connection] = ()) -> It
         execute = psycopg.Cursor.execute
 
         def recorded(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-            sent.append(query if isinstance(query, str) else repr(query))
+            sent.append(query.decode() if isinstance(query, bytes) else query if isinstance(query, str) else repr(query))  # the store sends bytes
             return execute(self, query, *args, **kwargs)
 
         psycopg.Cursor.execute = recorded  # type: ignore[method-assign]

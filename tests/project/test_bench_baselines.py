@@ -14,7 +14,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from helpers.backends import fresh_database, postgres_url
-from omnisync.stores.sql.store import SQLStore
+from omnisync.stores.registry import KINDS
 from omnisync.stores.sql.sqlite import SQLiteStore
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -60,7 +60,8 @@ def test_the_sqlite_baseline_sends_the_store_statements(tmp_path):
 
 def test_the_postgres_baseline_sends_the_store_statements():
     with fresh_database(postgres_url()) as url:
-        with SQLStore(url) as store:
+        with KINDS["sql"].build(url, {}) as store:  # what a PostgreSQL URL opens, as the bench opens it: PostgresStore
+            assert type(store).__name__ == "PostgresStore"
             raw = bench.RawPostgres(sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
             try:
                 _compare(bench.Ours(store), raw)
