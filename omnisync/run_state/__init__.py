@@ -3,7 +3,8 @@
 Every change of a run's record (:mod:`.runs`), of a lease beside it (:mod:`.leases`: which
 run holds a session, which driver folds a range of messages, which run an idempotency key
 started) and every cancel request is made here, as one compare-and-set save on the record's
-version. Claims belong to drivers (:mod:`.drivers`), not processes; :mod:`.keeper` keeps a
+version, handed to the store by :mod:`.saves` alone (the modules above decide what to save).
+Claims belong to drivers (:mod:`.drivers`), not processes; :mod:`.keeper` keeps a
 driven run's lease and reads its cancel request while it waits. Encryption at rest's data key
 records, and records ``omnisync encrypt`` seals in place, are saved here too (:mod:`.data_keys`).
 """

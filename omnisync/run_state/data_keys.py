@@ -9,6 +9,7 @@ from collections.abc import Callable
 from ..errors import RunConflictError, StoreError
 from ..run_record import RunRecord
 from ..stores.base import MemoryStore
+from . import saves
 
 REWRAP_TRIES = 5
 
@@ -16,7 +17,7 @@ REWRAP_TRIES = 5
 def create(store: MemoryStore, record: RunRecord) -> RunRecord:
     """Save a session's new data key record; when another process made one first, theirs (the one to use)."""
     try:
-        return store.save_run(record, expected_version=None)
+        return saves.save(store, record, None)
     except RunConflictError:
         made = store.load_run(record.agent, record.run_id)
         if made is None:
@@ -29,7 +30,7 @@ def rewrap(store: MemoryStore, record: RunRecord, rewrapped: Callable[[RunRecord
     (and left alone once ``done``, or gone). StoreError when it keeps changing."""
     for _ in range(REWRAP_TRIES):
         try:
-            store.save_run(rewrapped(record), expected_version=record.version)
+            saves.save(store, rewrapped(record), record.version)
             return
         except RunConflictError:
             fresh = store.load_run(record.agent, record.run_id)
@@ -44,7 +45,7 @@ def reseal(store: MemoryStore, opened: RunRecord) -> bool:
     seals it): what ``omnisync encrypt`` does to a record. False when it changed meanwhile (a
     run saved it, sealed)."""
     try:
-        store.save_run(opened, expected_version=opened.version)
+        saves.save(store, opened, opened.version)
     except RunConflictError:
         return False
     return True

@@ -21,6 +21,7 @@ from ..messages import utcnow
 from ..run_record import COMPLETED, FAILED, FOLD, IDEMPOTENCY, PAUSED_STATUSES, RUNNING, SESSION, RunRecord
 from ..stores.base import MemoryStore
 from .drivers import new_token
+from . import saves
 
 FOLD_CLAIM_SECONDS = 300
 FOLD_CLAIM_KEPT_DAYS = 1
@@ -101,7 +102,7 @@ def _new(kind: str, agent: str, session_id: str, lease_id: str, *, holder: str |
 
 
 def _save(store: MemoryStore, lease: Lease, expected_version: int | None) -> Lease:
-    return Lease.from_record(store.save_run(lease.to_record(), expected_version=expected_version))
+    return Lease.from_record(saves.save(store, lease.to_record(), expected_version))
 
 
 def _load(store: MemoryStore, agent: str, lease_id: str) -> Lease | None:

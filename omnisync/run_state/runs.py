@@ -21,6 +21,7 @@ from ..stores.base import MemoryStore
 from ..telemetry import current_traceparent, link_to
 from .drivers import new_token
 from .leases import Lease, holds_session
+from . import saves
 
 CANCEL_REQUEST_KEPT_DAYS = 1
 
@@ -94,12 +95,12 @@ def new_record(
 
 def create(store: MemoryStore, record: RunRecord) -> RunRecord:
     """Save a new record (its session already taken)."""
-    return store.save_run(record, expected_version=None)
+    return saves.save(store, record, None)
 
 
 def create_in_free_session(store: MemoryStore, lease: Lease, lease_version: int | None, record: RunRecord) -> RunRecord:
     """Take a free session and save the run's new record in one write (both or neither)."""
-    return store.save_runs([(lease.to_record(), lease_version), (record, None)])[1]
+    return saves.save_together(store, [(lease.to_record(), lease_version), (record, None)])[1]
 
 
 def claim(
@@ -146,7 +147,7 @@ def claim(
         lease_until=now + timedelta(seconds=lease_seconds),
         updated_at=now,
     )
-    return store.save_run(claimed, expected_version=record.version)  # the loser of a race gets RunConflictError
+    return saves.save(store, claimed, record.version)  # the loser of a race gets RunConflictError
 
 
 def take_over(store: MemoryStore, record: RunRecord, lease_seconds: int, *, token: str) -> RunRecord:
@@ -162,14 +163,14 @@ def take_over(store: MemoryStore, record: RunRecord, lease_seconds: int, *, toke
     if record.status == RUNNING and record.lease_until and record.lease_until > now:
         raise RunConflictError(f"run {record.run_id} is running (its lease runs until {record.lease_until.isoformat()}); close it after that")
     taken = record.evolve(lease_owner=token, lease_until=now + timedelta(seconds=lease_seconds), updated_at=now)
-    return store.save_run(taken, expected_version=record.version)
+    return saves.save(store, taken, record.version)
 
 
 def save_progress(store: MemoryStore, record: RunRecord, lease_seconds: int) -> RunRecord:
     """Save a running record's progress (step, usage, pending calls) and renew its lease."""
     now = utcnow()
     renewed = record.evolve(updated_at=now, lease_until=now + timedelta(seconds=lease_seconds))
-    return store.save_run(renewed, expected_version=record.version)
+    return saves.save(store, renewed, record.version)
 
 
 def pause(store: MemoryStore, record: RunRecord, status: str, **changes: Any) -> RunRecord:
@@ -177,7 +178,7 @@ def pause(store: MemoryStore, record: RunRecord, status: str, **changes: Any) ->
     if status not in PAUSED_STATUSES:
         raise ValueError(f"not a paused status: {status}")
     paused = record.evolve(status=status, lease_owner=None, lease_until=None, updated_at=utcnow(), **changes)
-    return store.save_run(paused, expected_version=record.version)
+    return saves.save(store, paused, record.version)
 
 
 def finish(
@@ -190,7 +191,7 @@ def finish(
     error: str | None = None,
 ) -> RunRecord:
     """End a run as completed, failed or cancelled; it expires ``retention_days`` later."""
-    return store.save_run(ended(record, status, retention_days=retention_days, response=response, error=error), expected_version=record.version)
+    return saves.save(store, ended(record, status, retention_days=retention_days, response=response, error=error), record.version)
 
 
 def finish_with_messages(
@@ -205,7 +206,7 @@ def finish_with_messages(
 ) -> tuple[list[Message], RunRecord]:
     """Write the run's last messages and end it, in one go where the store can (both or neither)."""
     end = ended(record, status, retention_days=retention_days, response=response, error=error)
-    return store.append_and_save_run(record.agent, record.session_id, messages, end, record.version)
+    return saves.append_and_save(store, record.agent, record.session_id, messages, end, record.version)
 
 
 def ended(record: RunRecord, status: str, *, retention_days: int | None, response: str | None = None, error: str | None = None) -> RunRecord:
@@ -232,9 +233,9 @@ def fail(store: MemoryStore, record: RunRecord, error: str, *, retention_days: i
 def restore(store: MemoryStore, record: RunRecord, version: int) -> RunRecord:
     """Write a record moved from another store (an import or a copy), brought to the ``version``
     it had there, so a save its owner makes on that version still fits."""
-    saved = store.save_run(record, expected_version=None)
+    saved = saves.save(store, record, None)
     while saved.version < version:
-        saved = store.save_run(record, expected_version=saved.version)
+        saved = saves.save(store, record, saved.version)
     return saved
 
 
@@ -264,7 +265,7 @@ def request_cancel(store: MemoryStore, agent: str, run_id: str, reason: str | No
         expires_at=now + timedelta(days=CANCEL_REQUEST_KEPT_DAYS),
     )
     try:
-        store.save_run(request.to_record(), expected_version=None)
+        saves.save(store, request.to_record(), None)
     except RunConflictError:
         pass  # already asked
 
@@ -324,7 +325,7 @@ def decide(store: MemoryStore, agent: str, run_id: str, call_id: str, approved: 
         pending = ", ".join(c["id"] for c in record.pending_calls)
         raise RunStateError(f"run {run_id} has no pending call {call_id!r}; pending: {pending}")
     decisions = {**record.decisions, call_id: {"approved": approved, "reason": reason}}
-    return store.save_run(record.evolve(decisions=decisions, updated_at=utcnow()), expected_version=record.version)
+    return saves.save(store, record.evolve(decisions=decisions, updated_at=utcnow()), record.version)
 
 
 def grant(
@@ -345,7 +346,7 @@ def grant(
         limit = budget.get(key)
         if extra and limit is not None:
             budget[key] = limit + extra
-    return store.save_run(record.evolve(budget=budget, updated_at=utcnow()), expected_version=record.version)
+    return saves.save(store, record.evolve(budget=budget, updated_at=utcnow()), record.version)
 
 
 def add_model_call(store: MemoryStore, agent: str, run_id: str, call: dict[str, Any], attempts: int = 5) -> RunRecord:
@@ -357,7 +358,7 @@ def add_model_call(store: MemoryStore, agent: str, run_id: str, call: dict[str, 
     for attempt in range(attempts):
         record = load(store, agent, run_id)
         try:
-            return store.save_run(record.evolve(model_calls=[*record.model_calls, call]), expected_version=record.version)
+            return saves.save(store, record.evolve(model_calls=[*record.model_calls, call]), record.version)
         except RunConflictError:
             if attempt == attempts - 1:
                 raise
