@@ -178,14 +178,15 @@ def bench_runs(kind: str, store: MemoryStore, baseline: MemoryStore, rows: list[
 def bench_encrypted(kind: str, folder: str, count: int, rows: list[tuple[str, ...]]) -> None:
     """Search and append on an encrypted store: its index of keyed hashes, and what that index adds to a sealed append."""
     from omnisync.encryption import Encryption
+    from omnisync.run_state.data_keys import create as save_data_key
     from omnisync.stores.encrypted import EncryptedStore
 
     encryption = Encryption({"bench": os.urandom(32)}, "bench")
-    store = EncryptedStore(open_store(kind, folder), encryption)
+    store = EncryptedStore(open_store(kind, folder), encryption, save_data_key=save_data_key)
     bare = open_store(kind, folder)
     drop_index(bare)
     bare.keeps_search_index = False  # type: ignore[misc]  # so the encrypting store hashes no word for it
-    baseline = EncryptedStore(bare, encryption)
+    baseline = EncryptedStore(bare, encryption, save_data_key=save_data_key)
     try:
         bench_search(f"{kind}, encrypted", store, count, rows)
         bench_writes(f"{kind}, encrypted", store, baseline, rows)

@@ -108,9 +108,10 @@ class MemoryRouter:
     def _encrypted(self, store: MemoryStore) -> MemoryStore:
         if self._encryption is None:
             return store
+        from .run_state.data_keys import create
         from .stores.encrypted import EncryptedStore
 
-        return EncryptedStore(store, self._encryption)
+        return EncryptedStore(store, self._encryption, save_data_key=create)
 
     def get_memory_store_type(self) -> str:
         """The backend's name, as :attr:`kind`."""

@@ -55,11 +55,12 @@ from .run_record import AWAITING_APPROVAL, AWAITING_BUDGET, CANCELLED, COMPLETED
 from .run_state import KEEPER, Watch
 from .storable import MAX_ID_LENGTH, storable_reply, storable_tool_result
 from .stores.base import MemoryStore
-from .telemetry import run_tool, traced_run, traced_wait
+from .telemetry import RunEventTypes, run_tool, traced_run, traced_wait
 from .tools import ToolRegistry
 from .usage import STEP, add_usage, counted_usage, model_call
 
 _RUN_MESSAGES_PAGE = 64
+_traced_run = traced_run(RunEventTypes(started=RunStarted, paused=RunPaused, finished=RunFinished))
 _NO_OUTPUT = object()  # a run without an output_type: its result has no "output"
 TRUNCATED = "length"  # the finish_reason of a reply cut off by the output limit
 ON_BUSY = ("wait", "raise")
@@ -120,7 +121,7 @@ class Runner:
 
     # --- starting and resuming ---------------------------------------------------------
 
-    @traced_run
+    @_traced_run
     def start(
         self,
         message: Content | None,
@@ -156,7 +157,7 @@ class Runner:
         )
         return (yield from self._loop(store, context, resumed=False))
 
-    @traced_run
+    @_traced_run
     def resume(self, run_id: str, output: OutputType | None = None) -> RunSteps:
         """Continue a run; ``output`` replaces the output_type it started with (by default its stored schema, read as JSON)."""
         store = self.store

@@ -31,7 +31,7 @@ def doctor(args: argparse.Namespace, timeout: float) -> int:
 def encryption_check(report: Report, kind: str, url: str, timeout: float) -> None:
     """Which master key ids wrap the store's data keys (read without opening anything sealed); no
     line for a store without data keys when no keys are set."""
-    from ..encryption.rotation import key_ids_doctor_line
+    from ..encryption_admin.rotation import key_ids_doctor_line
 
     try:
         with existing_router(kind, url=url, connect_timeout=timeout) as router:

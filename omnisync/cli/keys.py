@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..encryption.keys import Encryption
-from ..encryption.rotation import key_ids_in_use, rotate
+from ..encryption_admin.rotation import key_ids_in_use, rotate
 from ..router import MemoryRouter, existing_router
 from .connect import choose_kind
 from .errors import CommandError, UsageError
@@ -57,7 +57,7 @@ ENCRYPT_HELP = "encrypt a store written in clear, in place, a page at a time (re
 
 
 def encrypt(args: argparse.Namespace, timeout: float) -> int:
-    from ..encryption.migration import encrypt_in_place
+    from ..encryption_admin.migration import encrypt_in_place
     from ..stores.encrypted import EncryptedStore
 
     encryption = Encryption.from_environment(accept_plaintext=True)

@@ -9,7 +9,6 @@ This module builds and reads such records; :mod:`omnisync.run_state.data_keys` s
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 from dataclasses import dataclass

@@ -1,1 +1,3 @@
-"""The stores: one module per backend, all on the MemoryStore contract in base.py."""
+"""The stores, all on the MemoryStore contract in base.py: the in-process store a module, each
+server's backend a package (``sql/``, ``redis/``, ``mongo/``), each one entry in registry.py;
+``encrypted.py`` seals any of them."""

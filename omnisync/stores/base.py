@@ -96,6 +96,12 @@ class MemoryStore(ABC):
         return check_events([(name, seal(agent, run_id, first_id + i, name, data)) for i, (name, data) in enumerate(events)])
 
     @property
+    def database_system(self) -> str | None:
+        """``db.system.name`` of the server every call is a round trip to (telemetry's store
+        spans); None where calls stay in this process, which makes no span: this store, SQLite."""
+        return None
+
+    @property
     def writes_run_atomically(self) -> bool:
         """True where :meth:`append_and_save_run` checks the record's version before it writes
         anything (both or neither); elsewhere a run reads its record just before its last write,

@@ -5,7 +5,8 @@ The one place values are encrypted for every backend. Each store calls its
 seq is known (inside its own atomic write); everything else (run records, events, summaries)
 is sealed here before the store sees it, and everything read is opened here. Like every
 store it saves what it is given; only :mod:`omnisync.run_state` decides what a run record
-becomes and saves it (the data key records too: :mod:`omnisync.run_state.data_keys`).
+becomes and saves it (the data key records too: :mod:`omnisync.run_state.data_keys`, handed
+to this store as ``save_data_key`` by the router).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..run_record import DATA_KEY, RUN_KINDS, RunRecord
 from ..search.hits import Found
 from .base import MAX_EVENTS_READ, MemoryStore, RunCursor, StoredEvent, SessionInfo
 from .copy_by_replay import copy_by_replay
-from .encrypted_keys import DataKeys
+from .encrypted_keys import DataKeys, SaveDataKey
 from .encrypted_search import SearchKeys
 from ..search.terms import index_terms, searchable_text
 
@@ -32,13 +33,15 @@ from ..search.terms import index_terms, searchable_text
 class EncryptedStore(MemoryStore):
     """``inner`` with encryption at rest (:class:`~omnisync.encryption.Encryption`); what the
     router builds when given ``encryption=``. A value that does not open raises
-    :class:`~omnisync.errors.DecryptionError` and nothing is skipped, changed or deleted."""
+    :class:`~omnisync.errors.DecryptionError` and nothing is skipped, changed or deleted.
+    ``save_data_key`` saves a session's first data key record
+    (:func:`omnisync.run_state.data_keys.create`, what the router gives)."""
 
-    def __init__(self, inner: MemoryStore, encryption: Encryption) -> None:
+    def __init__(self, inner: MemoryStore, encryption: Encryption, *, save_data_key: SaveDataKey) -> None:
         aesgcm(encryption.keys[encryption.current])  # cryptography is there, or MissingDependencyError now
         self.inner: MemoryStore = inner
         self.encryption: Encryption = encryption
-        self.data_keys: DataKeys = DataKeys(inner, encryption)
+        self.data_keys: DataKeys = DataKeys(inner, encryption, save_data_key)
         self._run_sessions: dict[tuple[str, str], str] = {}
         self.search_keys: SearchKeys = SearchKeys(self.data_keys)
         inner.message_seal = self.seal_placed
@@ -49,6 +52,10 @@ class EncryptedStore(MemoryStore):
         if name == "inner":
             raise AttributeError(name)
         return getattr(self.inner, name)
+
+    @property
+    def database_system(self) -> str | None:
+        return self.inner.database_system
 
     @property
     def writes_run_atomically(self) -> bool:

@@ -1,10 +1,13 @@
 """The data keys of one store's sessions, unwrapped once and kept in this process (what
 :class:`~omnisync.stores.encrypted.EncryptedStore` seals and opens with). A session without a
-data key gets one from :func:`omnisync.run_state.data_keys.create`, the only writer of its record."""
+data key gets one from the ``save_data_key`` it is given: the router gives
+:func:`omnisync.run_state.data_keys.create`, the only writer of that record (run state sits
+above the stores, so it is handed down, not imported)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from ..encryption.data_keys import FIELD, DataKey, OpenedTexts, new_record, record_id, unwrap
 from ..encryption.keys import Encryption
@@ -12,13 +15,17 @@ from ..errors import DecryptionError
 from ..run_record import RunRecord
 from .base import MemoryStore
 
+SaveDataKey = Callable[[MemoryStore, RunRecord], RunRecord]
+"""Saves a session's new data key record and returns the one to use (another process's, when it made one first)."""
+
 
 class DataKeys:
     """The data keys of one store's sessions, unwrapped once and kept in this process."""
 
-    def __init__(self, store: MemoryStore, encryption: Encryption) -> None:
+    def __init__(self, store: MemoryStore, encryption: Encryption, save_data_key: SaveDataKey) -> None:
         self.store: MemoryStore = store
         self.encryption: Encryption = encryption
+        self._save_data_key = save_data_key
         self._known: dict[tuple[str, str], DataKey] = {}
         self.opened_texts: OpenedTexts = {}
         """Message contents opened by these keys (:func:`~omnisync.encryption.sealing.open_messages`)."""
@@ -59,9 +66,7 @@ class DataKeys:
         self._known.clear()
 
     def _create(self, agent: str, session_id: str) -> RunRecord:
-        from ..run_state.data_keys import create  # run_state imports the stores: not at import time
-
-        return create(self.store, new_record(self.encryption, agent, session_id))
+        return self._save_data_key(self.store, new_record(self.encryption, agent, session_id))
 
     def _remember(self, record: RunRecord) -> DataKey:
         data_key = unwrap(self.encryption, record)

@@ -14,7 +14,7 @@ names of its own: the application configures OpenTelemetry's SDK as it likes.
 
 from .chat import ChatCall
 from .propagation import ContinueTrace, current_traceparent, link_to, trace_headers
-from .run import traced_run, traced_wait, within_run
+from .run import RunEventTypes, traced_run, traced_wait, within_run
 from .stores import traced_store
 from .summary import summarizing
 from .tools import run_tool
@@ -22,6 +22,7 @@ from .tools import run_tool
 __all__ = [
     "ChatCall",
     "ContinueTrace",
+    "RunEventTypes",
     "current_traceparent",
     "link_to",
     "run_tool",

@@ -12,21 +12,47 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from . import api, attributes as attr, content, metrics
 from .spans import current_scope, error_type, record_error
 
-if TYPE_CHECKING:
-    from ..model.completion import Completion
-    from ..model.config import ModelConfig
+
+
+class CalledModel(Protocol):
+    """What a span reads of the model's settings (a :class:`~omnisync.model.config.ModelConfig`;
+    described, not imported: the model package imports this one)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def base_url(self) -> str: ...
+
+
+class Answer(Protocol):
+    """What a span reads of a completion (a :class:`~omnisync.model.completion.Completion`)."""
+
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def finish_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> dict[str, Any]: ...
+    def message(self) -> dict[str, Any]: ...
+
+
+_Answer = TypeVar("_Answer", bound=Answer)
 
 
 class ChatCall:
     """One model call's span and metrics; every method does nothing when telemetry is off."""
 
-    def __init__(self, config: ModelConfig, messages: Sequence[dict[str, Any]], *, streaming: bool = False) -> None:
+    def __init__(self, config: CalledModel, messages: Sequence[dict[str, Any]], *, streaming: bool = False) -> None:
         self._span: Any = None
         if not api.active():
             return
@@ -46,7 +72,7 @@ class ChatCall:
             scope.describe(attr.REQUEST_MODEL, config.model)
         self._started = time.perf_counter()
 
-    def finished(self, completion: Completion) -> Completion:
+    def finished(self, completion: _Answer) -> _Answer:
         """End the span with the call's answer; returns it."""
         span = self._span
         if span is None:

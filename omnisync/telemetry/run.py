@@ -1,7 +1,8 @@
 """The ``invoke_agent`` span: one per run, resume or stream, around the run loop's generator.
 
 :func:`traced_run` decorates :meth:`Runner.start <omnisync.runner.Runner.start>` and
-``resume``: the loop they return is wrapped so that each step of it runs with the run's span
+``resume`` (the runner names the event types it reads, :class:`RunEventTypes`: the events'
+module imports the model package, which imports this one): the loop they return is wrapped so that each step of it runs with the run's span
 current (its store calls and tools become children), and the events it yields tell the span
 the run's id, its status and its usage. :func:`within_run` gives the driver's model call the
 same context, so a ``chat`` span is a child too. The context is attached for each step and
@@ -19,33 +20,46 @@ import functools
 import inspect
 import time
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from . import api, attributes as attr, content, metrics
 from .spans import RunScope, error_type, record_error, with_scope
-
-if TYPE_CHECKING:
-    from ..run_events import RunFinished, RunPaused, RunStarted
 
 _Yield = TypeVar("_Yield")
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def traced_run(method: _Method) -> _Method:
-    """Wrap the run loop a Runner method returns in its ``invoke_agent`` span (a no-op without opentelemetry)."""
-    parameters = list(inspect.signature(method).parameters)[1:]  # after the runner
-    session_at = parameters.index("session_id") if "session_id" in parameters else None
+@dataclass(frozen=True)
+class RunEventTypes:
+    """The run loop's events a run's span reads: ``started`` (with ``run_id`` and ``session_id``),
+    ``paused`` and ``finished`` (each with the run's ``result``)."""
 
-    @functools.wraps(method)
-    def traced(runner: Any, *args: Any, **kwargs: Any) -> Any:
-        steps = method(runner, *args, **kwargs)
-        if not api.active():
-            return steps
-        session_id = kwargs.get("session_id", args[session_at] if session_at is not None and session_at < len(args) else None)
-        capture = content.capturing(getattr(runner.config, "capture_message_content", False))
-        return TracedSteps(steps, runner.agent, session_id, resumed=method.__name__ == "resume", capture_content=capture)
+    started: type[Any]
+    paused: type[Any]
+    finished: type[Any]
 
-    return traced  # type: ignore[return-value]
+
+def traced_run(events: RunEventTypes) -> Callable[[_Method], _Method]:
+    """A decorator: the run loop a Runner method returns, wrapped in its ``invoke_agent`` span
+    (a no-op without opentelemetry)."""
+
+    def decorate(method: _Method) -> _Method:
+        parameters = list(inspect.signature(method).parameters)[1:]  # after the runner
+        session_at = parameters.index("session_id") if "session_id" in parameters else None
+
+        @functools.wraps(method)
+        def traced(runner: Any, *args: Any, **kwargs: Any) -> Any:
+            steps = method(runner, *args, **kwargs)
+            if not api.active():
+                return steps
+            session_id = kwargs.get("session_id", args[session_at] if session_at is not None and session_at < len(args) else None)
+            capture = content.capturing(getattr(runner.config, "capture_message_content", False))
+            return TracedSteps(steps, events, runner.agent, session_id, resumed=method.__name__ == "resume", capture_content=capture)
+
+        return traced  # type: ignore[return-value]
+
+    return decorate
 
 
 def traced_wait(method: _Method) -> _Method:
@@ -68,11 +82,19 @@ class TracedSteps(Generator[Any, Any, Any]):
     """The run loop, stepped inside its ``invoke_agent`` span's context."""
 
     def __init__(
-        self, steps: Generator[Any, Any, Any], agent: str, session_id: str | None, *, resumed: bool, capture_content: bool
+        self,
+        steps: Generator[Any, Any, Any],
+        events: RunEventTypes,
+        agent: str,
+        session_id: str | None,
+        *,
+        resumed: bool,
+        capture_content: bool,
     ) -> None:
         from opentelemetry import context, trace
 
         self._steps = steps
+        self._events = events
         self.scope: RunScope = RunScope(agent, session_id, capture_content=capture_content)
         self._metric_attributes = {attr.OPERATION: attr.INVOKE_AGENT, attr.AGENT_NAME: agent}
         self.span: Any = api.tracer().start_span(
@@ -124,14 +146,14 @@ class TracedSteps(Generator[Any, Any, Any]):
     # --- what the events tell the span -------------------------------------------------------
 
     def _saw(self, event: Any) -> None:
-        started, ending, paused = _run_events()
-        if isinstance(event, started):
+        events = self._events
+        if isinstance(event, events.started):
             self.scope.tell(attr.RUN_ID, event.run_id)
             if self.scope.session_id is None:
                 self.scope.session_id = event.session_id
                 self.scope.tell(attr.CONVERSATION, event.session_id)
-        elif isinstance(event, ending):
-            self._ending(event.result, paused=isinstance(event, paused))
+        elif isinstance(event, (events.paused, events.finished)):
+            self._ending(event.result, paused=isinstance(event, events.paused))
 
     def _ending(self, result: Any, *, paused: bool) -> None:
         status = result["status"]
@@ -167,15 +189,6 @@ class TracedSteps(Generator[Any, Any, Any]):
             attributes[attr.ERROR_TYPE] = error_type(error)
         metrics.run_ended(attributes, time.perf_counter() - self._started, status)
         self.span.end()
-
-
-@functools.cache
-def _run_events() -> tuple[type[RunStarted], tuple[type[RunPaused], type[RunFinished]], type[RunPaused]]:
-    """RunStarted, the events that end a run's steps, and RunPaused (imported at the first run:
-    omnisync.run_events imports this package)."""
-    from ..run_events import RunFinished, RunPaused, RunStarted
-
-    return RunStarted, (RunPaused, RunFinished), RunPaused
 
 
 def within_run(steps: Any, reply: Generator[_Yield, None, Any]) -> Generator[_Yield, None, Any]:

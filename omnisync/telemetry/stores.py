@@ -15,13 +15,10 @@ import functools
 import inspect
 from contextvars import ContextVar
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from . import api, attributes as attr
 from .spans import RunScope, current_scope, record_error
-
-if TYPE_CHECKING:
-    from ..stores.base import MemoryStore
 
 ROUND_TRIPS = (
     "append",
@@ -48,31 +45,34 @@ ROUND_TRIPS = (
     "search_messages",
     "reindex",
 )
-_IN_PROCESS = "in_memory"
-_IN_THIS_PROCESS = ("sqlite",)  # databases whose calls make no round trip: no span
 _INSIDE: ContextVar[bool] = ContextVar("omnisync_store_call", default=False)
 
 
-def traced_store(store: MemoryStore) -> MemoryStore:
-    """``store`` with its round trips traced (the same object; unchanged without opentelemetry, in process or on SQLite)."""
-    if not api.enabled() or store.kind == _IN_PROCESS or getattr(store, "_omnisync_traced", False):
-        return store
-    system = database_system(store)
-    if system in _IN_THIS_PROCESS:
+class TraceableStore(Protocol):
+    """What :func:`traced_store` reads of a store (a :class:`~omnisync.stores.base.MemoryStore`;
+    described, not imported: the stores sit below this package)."""
+
+    kind: ClassVar[str]
+
+    @property
+    def database_system(self) -> str | None: ...
+
+
+_Store = TypeVar("_Store", bound=TraceableStore)
+
+
+def traced_store(store: _Store) -> _Store:
+    """``store`` with its round trips traced (the same object; unchanged without opentelemetry,
+    or when its calls stay in this process: ``database_system`` None)."""
+    system = store.database_system
+    if system is None or not api.enabled() or getattr(store, "_omnisync_traced", False):
         return store
     for name in ROUND_TRIPS:
         method = getattr(store, name, None)
         if method is not None:
             setattr(store, name, _traced(method, name, system, store.kind))
-    store._omnisync_traced = True  # type: ignore[attr-defined]
+    setattr(store, "_omnisync_traced", True)
     return store
-
-
-def database_system(store: MemoryStore) -> str:
-    """``db.system.name`` of the store's server."""
-    engine = getattr(store, "engine", None)
-    dialect = getattr(getattr(engine, "dialect", None), "name", None)
-    return str(dialect) if dialect else store.kind
 
 
 def _traced(method: Callable[..., Any], operation: str, system: str, kind: str) -> Callable[..., Any]:

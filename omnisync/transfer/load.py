@@ -53,9 +53,9 @@ def import_export(store: MemoryStore, export: Export, *, append: bool = False, p
     """Write a checked export into ``store`` as its lines are read again, then verify the counts; see the module docstring.
 
     An export that holds encrypted values needs a ``store`` with the keys: its values are opened
-    and sealed again at their new place (:mod:`omnisync.encryption.transfer`)."""
+    and sealed again at their new place (:mod:`omnisync.transfer.sealed`)."""
     if any(record.kind == DATA_KEY for record in export.runs):
-        from ..encryption.transfer import for_target
+        from .sealed import for_target
 
         export = for_target(export, store)
     restorer = Restorer(store, append=append, progress=progress)
@@ -104,13 +104,13 @@ def copy_store(
     """Copy sessions (all, one agent's, or one id's) and their run records from ``source`` into ``target``.
 
     With encryption, both must be opened with keys, or the source hold nothing sealed: else
-    TransferError, nothing written (:func:`omnisync.encryption.transfer.check_copy`)."""
+    TransferError, nothing written (:func:`omnisync.transfer.sealed.check_copy`)."""
     keys, total = [], 0  # the sessions' keys only: the listing is read a page at a time
     for info in selected_sessions(source, agent, session_id):
         keys.append((info.agent, info.session_id))
         total += info.message_count
     agents = agents_of((a for a, _ in keys), agent)
-    from ..encryption.transfer import check_copy  # encryption on one side only: refused before anything is written
+    from .sealed import check_copy  # encryption on one side only: refused before anything is written
 
     check_copy(source, target, agents)
 

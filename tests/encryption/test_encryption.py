@@ -168,7 +168,7 @@ def test_keys_text_that_is_not_kid_base64_is_refused(monkeypatch):
 
 
 def test_rotation_rewraps_every_data_key_leaving_content_untouched(raw, agent_name):
-    from omnisync.encryption.rotation import key_ids_in_use, rotate
+    from omnisync.encryption_admin.rotation import key_ids_in_use, rotate
 
     old, new = os.urandom(32), os.urandom(32)
     store = wrapped(raw, Encryption({"old": old}, "old")).store
@@ -186,7 +186,7 @@ def test_rotation_rewraps_every_data_key_leaving_content_untouched(raw, agent_na
 
 
 def test_a_rotation_scoped_to_agents_leaves_the_others_wrapped_as_they_were(raw, agent_name):
-    from omnisync.encryption.rotation import key_ids_in_use, rotate
+    from omnisync.encryption_admin.rotation import key_ids_in_use, rotate
 
     old, new = os.urandom(32), os.urandom(32)
     store = wrapped(raw, Encryption({"old": old}, "old")).store
@@ -203,7 +203,7 @@ def test_a_rotation_scoped_to_agents_leaves_the_others_wrapped_as_they_were(raw,
 
 
 def test_a_store_written_in_clear_is_encrypted_in_place_then_refuses_plaintext(raw, agent_name, monkeypatch):
-    from omnisync.encryption.migration import encrypt_in_place
+    from omnisync.encryption_admin.migration import encrypt_in_place
 
     install(monkeypatch, echo)
     with make_agent(agent_name, router=raw) as agent:
@@ -325,7 +325,7 @@ def test_a_stored_event_is_bound_to_its_id_and_one_moved_to_another_fails(raw, a
 
 def test_events_sealed_before_they_were_bound_to_their_ids_are_read_and_sealed_again_by_encrypt(raw, agent_name):
     from omnisync.encryption import sealing
-    from omnisync.encryption.migration import encrypt_in_place
+    from omnisync.encryption_admin.migration import encrypt_in_place
 
     encryption = keys()
     store = wrapped(raw, encryption).store

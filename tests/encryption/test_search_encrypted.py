@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from helpers.backend_routers import BACKENDS, open_router
 from helpers.encryption_raw import raw_text
 from omnisync import Encryption, MemoryRouter
-from omnisync.encryption.migration import encrypt_in_place
-from omnisync.encryption.rotation import rotate
+from omnisync.encryption_admin.migration import encrypt_in_place
+from omnisync.encryption_admin.rotation import rotate
 from omnisync.stores.encrypted_search import SEARCH_KEY_SESSION
 from omnisync.messages import Message
 from omnisync.stores.base import MemoryStore

@@ -8,6 +8,7 @@ import pytest
 
 from helpers.backend_routers import BACKENDS, open_router
 from omnisync import Encryption
+from omnisync.run_state.data_keys import create as save_data_key
 from omnisync.stores.encrypted import EncryptedStore
 from helpers.store_contract import StoreContract
 
@@ -18,7 +19,7 @@ pytest.importorskip("cryptography")
 def store(request, tmp_path, monkeypatch):
     monkeypatch.delenv("OMNISYNC_ENCRYPTION_KEYS", raising=False)
     for router in open_router(request.param, tmp_path, monkeypatch):
-        yield EncryptedStore(router.store, Encryption({"k": os.urandom(32)}, "k"))
+        yield EncryptedStore(router.store, Encryption({"k": os.urandom(32)}, "k"), save_data_key=save_data_key)
 
 
 class TestEncryptedStore(StoreContract):

@@ -1,5 +1,8 @@
-"""No two modules of the package import each other round, counting every import: those inside
-functions and under ``TYPE_CHECKING`` too (a circle there is still two concepts without an order)."""
+"""No two modules of the package import each other round, and no two folders do, counting every
+import: those inside functions and under ``TYPE_CHECKING`` too (a circle there is still two
+concepts without an order). At the folder level each subpackage (``stores``, ``run_state``...)
+and each module at the top (``runner``, ``run_events``...) is one node; ``omnisync/__init__.py``,
+which re-exports the public names, is left out."""
 
 from __future__ import annotations
 
@@ -74,6 +77,37 @@ def test_no_modules_import_each_other_round():
     modules = _modules()
     graph = {name: _every_import(name, path, modules) for name, path in modules.items()}
     assert _circles(graph) == []
+
+
+def _folder(module: str) -> str:
+    return module.split(".")[1] if "." in module else module
+
+
+def _folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    folders: dict[str, set[str]] = {_folder(name): set() for name in graph if name != "omnisync"}
+    for name, imported in graph.items():
+        if name == "omnisync":
+            continue
+        folders[_folder(name)] |= {_folder(target) for target in imported if target != "omnisync" and _folder(target) != _folder(name)}
+    return folders
+
+
+def test_no_folders_import_each_other_round():
+    modules = _modules()
+    graph = {name: _every_import(name, path, modules) for name, path in modules.items()}
+    assert _circles(_folder_graph(graph)) == []
+
+
+def test_a_folder_circle_is_found_through_modules_that_do_not_circle():
+    graph = {
+        "omnisync.model.client": {"omnisync.telemetry.chat"},
+        "omnisync.telemetry.chat": set(),
+        "omnisync.telemetry.run": {"omnisync.model.completion"},
+        "omnisync.model.completion": set(),
+        "omnisync": {"omnisync.model.client"},
+    }
+    assert _circles(graph) == []
+    assert _circles(_folder_graph(graph)) == [["model", "telemetry"]]
 
 
 def test_a_circle_is_found_when_there_is_one():

@@ -194,6 +194,10 @@ class MongoStore(MemoryStore):
         store._owns_client = True
         return store
 
+    @property
+    def database_system(self) -> str | None:
+        return "mongodb"
+
     def ensure_indexes(self) -> None:
         """Create the indexes the queries and the compare-and-sets rely on (idempotent)."""
         with self._errors("creating indexes"):

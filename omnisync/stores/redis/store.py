@@ -179,6 +179,10 @@ class RedisStore(MemoryStore):
         self._ordered = client.register_script(scripts.ORDERED)
 
     @property
+    def database_system(self) -> str | None:
+        return "redis"
+
+    @property
     def writes_run_atomically(self) -> bool:
         # one script checks the version, then writes (on a cluster, two slots: not one script; sealed messages: two scripts)
         return not self.cluster and self.message_seal is None

@@ -177,6 +177,11 @@ class SQLStore(MemoryStore):
             raise
 
     @property
+    def database_system(self) -> str | None:
+        dialect = str(self.engine.dialect.name)
+        return None if dialect == "sqlite" else dialect  # SQLite runs in this process: no round trip
+
+    @property
     def writes_run_atomically(self) -> bool:
         return self._is_postgres and self.message_seal is None  # APPEND_AND_SAVE_RUN: one statement, of rows not sealed
 

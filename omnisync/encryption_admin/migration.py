@@ -21,7 +21,7 @@ from ..run_record import DATA_KEY, RUN, RunRecord
 from ..run_state.data_keys import reseal
 from ..stores.base import MemoryStore, StoredEvent
 from ..stores.encrypted import EncryptedStore
-from . import sealing
+from ..encryption import sealing
 
 
 @dataclass

@@ -15,8 +15,8 @@ from ..errors import ConfigurationError, StoreError
 from ..run_record import DATA_KEY, RunRecord
 from ..run_state import data_keys as saved_data_keys
 from ..stores.base import MemoryStore
-from .data_keys import master_key_id, rewrapped
-from .keys import Encryption
+from ..encryption.data_keys import master_key_id, rewrapped
+from ..encryption.keys import Encryption
 
 
 @dataclass

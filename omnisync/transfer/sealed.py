@@ -18,10 +18,10 @@ from ..messages import Message
 from ..run_record import DATA_KEY, RunRecord
 from ..stores.base import MemoryStore
 from ..stores.encrypted import EncryptedStore
-from ..transfer.records import EventBatch, Export
-from . import sealing
-from .data_keys import DataKey, unwrap
-from .keys import Encryption
+from .records import EventBatch, Export
+from ..encryption import sealing
+from ..encryption.data_keys import DataKey, unwrap
+from ..encryption.keys import Encryption
 
 
 def for_target(export: Export, target: MemoryStore) -> Export:
