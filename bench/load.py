@@ -160,6 +160,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1000, help="runs per worker")
     parser.add_argument("--sessions", type=int, default=500)
     args = parser.parse_args()
+    unknown = [kind for kind in args.stores.split(",") if kind not in STORES]
+    if unknown:
+        parser.error(f"--stores: {', '.join(unknown)} not known; choose from {', '.join(STORES)}")
     _services_env()
     lines = [
         f"{args.workers} worker processes x {args.runs:,} runs over {args.sessions} sessions, instant local model, "
