@@ -23,3 +23,9 @@ def test_every_module_is_named_in_the_architecture_page():
         if not named:
             missing.append(str(relative))
     assert missing == [], f"ARCHITECTURE.md does not name: {missing}"
+
+
+def test_the_path_of_a_run_and_the_layers_read_in_three_minutes():
+    page = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    opening = page[page.index("## The path of one run") : page.index("## Every module")]
+    assert len(opening.split()) <= 500  # the page promises about 420 words, three minutes at a slow reading pace
