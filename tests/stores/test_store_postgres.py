@@ -253,3 +253,31 @@ def test_the_driver_path_hands_its_connection_back_out_of_autocommit(pg_url, mon
         finally:
             pooled.close()
         assert store.append(AGENT, session, [user("kept")])[0].seq == 2  # the refused write took no seq
+
+
+def test_two_writers_of_sealed_events_queue_instead_of_retrying(store):
+    """Sealed events are sealed between the read of the run's highest id and the insert. The
+    second writer must wait for the first to commit (each event sealed once, at its final id),
+    not read the same highest id, lose on the primary key and seal again."""
+    import threading
+
+    sealed: list[tuple[str, int]] = []
+    first_sealing, second_arrived = threading.Event(), threading.Event()
+
+    def seal(agent, run_id, event_id, name, data):
+        sealed.append((name, event_id))
+        if name == "first":
+            first_sealing.set()
+            second_arrived.wait(0.5)  # without the lock the second writer reads the same highest id meanwhile
+        else:
+            second_arrived.set()
+        return {**data, "sealed": True}
+
+    store.event_seal = seal
+    first = threading.Thread(target=store.append_events, args=(AGENT, "r1", [("first", {})]))
+    first.start()
+    assert first_sealing.wait(5)
+    store.append_events(AGENT, "r1", [("second", {})])
+    first.join()
+    assert sealed == [("first", 1), ("second", 2)]
+    assert [(e.id, e.name, e.data) for e in store.read_events(AGENT, "r1")] == [(1, "first", {"sealed": True}), (2, "second", {"sealed": True})]
