@@ -103,6 +103,46 @@ def browser_page(base: str, signed_in: bool = True, **options):
             browser.close()
 
 
+def test_in_a_browser_an_earlier_history_load_answered_last_never_covers_the_settled_run(served):
+    """Connecting loads the history while the person may already be running a message (CI saw a
+    settled run's history replaced by the empty one under load): of two loads, the later started
+    is the one shown, whichever answer arrives last."""
+    base, _ = served
+    with browser_page(base) as (page, errors):
+        from playwright.sync_api import expect
+
+        expect(page.locator("#status")).to_have_text("connected: 2 agent(s)")
+        page.fill("#session", "answered-late")
+        # The next history request is answered by the server at once, and handed to the page 1.5 s late.
+        page.evaluate(
+            """() => {
+                const fetchNow = window.fetch;
+                let delayNext = true;
+                window.fetch = async (...args) => {
+                    const late = delayNext && String(args[0]).includes("/messages");
+                    if (late) delayNext = false;
+                    const response = await fetchNow(...args);
+                    if (late) {
+                        window.lateRequestAnswered = true;
+                        await new Promise((resolve) => setTimeout(resolve, 1500));
+                    }
+                    return response;
+                };
+                window.earlierLoad = loadHistory();
+            }"""
+        )
+        page.wait_for_function("window.lateRequestAnswered === true")  # it read the session while empty
+        page.fill("#message", "hello there")
+        page.click("#send button[type=submit]")
+        expect(page.locator("#answer")).to_have_attribute("data-status", "completed")
+        history = page.locator("#history .message")
+        expect(history).to_have_count(2)
+        page.evaluate("() => window.earlierLoad")  # the earlier load has now finished too
+        assert history.count() == 2, page.locator("#history").inner_text()
+        expect(history.nth(1)).to_contain_text("echo: hello there")
+        assert errors == []
+
+
 def test_in_a_browser_a_message_streams_its_answer_shows_the_history_and_a_paused_call_is_approved(served, tmp_path):
     base, ledger = served
     with browser_page(base, signed_in=False, viewport={"width": 1100, "height": 800}) as (page, errors):

@@ -111,8 +111,7 @@ async function settle(result) {
   $("answer").dataset.status = result.status;
   if (result.status === "cancelled") {
     say(`run ${result.run_id}: cancelled`);
-    await Promise.all([loadHistory(), loadSessions()]);
-    $("answer").textContent = "";
+    await reloadAfterRun();
     return;
   }
   if (result.status === "awaiting_approval") {
@@ -124,7 +123,16 @@ async function settle(result) {
   } else {
     say(`run ${result.run_id}: ${result.status}`);
   }
-  await Promise.all([loadHistory(), loadSessions()]);
+  await reloadAfterRun();
+}
+
+async function reloadAfterRun() {
+  try {
+    await Promise.all([loadHistory(), loadSessions()]);
+  } catch (error) {
+    say(`the run ended, but its history could not be read: ${error.message}`, true);
+    return;  // the answer stays shown: the history does not hold it here yet
+  }
   $("answer").textContent = ""; // the history now holds the answer: it is shown there only
 }
 
@@ -240,15 +248,22 @@ function contentText(content) {
   return content.map((part) => (part.type === "text" ? part.text : `[${part.type}]`)).join(" ");
 }
 
+// Two loads of one list can be under way at once (connecting, then a run that settles): each
+// counts itself, and only the latest started draws, so a slow earlier answer never covers a newer one.
+const loads = { history: 0, sessions: 0 };
+
 async function loadHistory() {
   const list = $("history");
   if (!$("agent").value || !$("session").value.trim()) return;
+  const load = ++loads.history;
+  const path = sessionPath();
   const messages = [];
   for (let cursor = null; ; ) {  // with the inactive ones, for their seqs; those are not shown
-    const page = await api("GET", sessionPath() + "/messages?include_inactive=true&limit=500" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+    const page = await api("GET", path + "/messages?include_inactive=true&limit=500" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
     messages.push(...page.messages.filter((message) => message.status === "active"));
     if (!(cursor = page.next_cursor)) break;
   }
+  if (load !== loads.history) return;
   list.textContent = "";
   for (const message of messages) {
     const item = element("li", "message " + message.role);
@@ -306,7 +321,9 @@ async function search(query) {
 }
 
 async function loadSessions() {
+  const load = ++loads.sessions;
   const { sessions } = await api("GET", agentPath() + "/sessions?limit=100");
+  if (load !== loads.sessions) return;
   const list = $("sessions");
   list.textContent = "";
   for (const session of sessions) {
