@@ -7,6 +7,7 @@ which re-exports the public names, is left out."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import omnisync
@@ -96,6 +97,26 @@ def test_no_folders_import_each_other_round():
     modules = _modules()
     graph = {name: _every_import(name, path, modules) for name, path in modules.items()}
     assert _circles(_folder_graph(graph)) == []
+
+
+def _layers_of_the_architecture_page() -> dict[str, int]:
+    """Each folder and module the page's "Layers" list names, with the number of its step."""
+    page = (Path(__file__).resolve().parents[2] / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = page[page.index("## Layers") : page.index("## Every module")]
+    layers: dict[str, int] = {}
+    for number, item in re.findall(r"^(\d+)\. (.*?)(?=^\d+\. |\Z)", section, re.M | re.S):
+        for name in re.findall(r"`(\w+)(?:/|\.py)`", item):
+            layers.setdefault(name, int(number))  # where it is placed; a later step may mention it as what it uses
+    return layers
+
+
+def test_no_folder_imports_one_of_a_later_step_of_the_architecture_pages_layers():
+    modules = _modules()
+    folders = _folder_graph({name: _every_import(name, path, modules) for name, path in modules.items()})
+    layers = _layers_of_the_architecture_page()
+    assert len(layers) >= 20 and set(layers) <= set(folders), sorted(set(layers) - set(folders))
+    upward = sorted(f"{a} (step {layers[a]}) imports {b} (step {layers[b]})" for a in layers for b in folders[a] if layers.get(b, 0) > layers[a])
+    assert upward == []
 
 
 def test_a_folder_circle_is_found_through_modules_that_do_not_circle():
