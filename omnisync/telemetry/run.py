@@ -1,10 +1,10 @@
 """The ``invoke_agent`` span: one per run, resume or stream, around the run loop's generator.
 
 :func:`traced_run` decorates :meth:`Runner.start <omnisync.runner.Runner.start>` and
-``resume`` (the runner names the event types it reads, :class:`RunEventTypes`: the events'
-module imports the model package, which imports this one): the loop they return is wrapped so that each step of it runs with the run's span
+``resume``: the loop they return is wrapped so that each step of it runs with the run's span
 current (its store calls and tools become children), and the events it yields tell the span
-the run's id, its status and its usage. :func:`within_run` gives the driver's model call the
+the run's id, its status and its usage. The runner names those events' types
+(:class:`RunEventTypes`): the events' module imports the model package, which imports this one. :func:`within_run` gives the driver's model call the
 same context, so a ``chat`` span is a child too. The context is attached for each step and
 detached before each event leaves, so a caller iterating a stream in turns, from threads, or
 with spans of its own, never sees it left behind.
