@@ -676,6 +676,24 @@ class StoreContract:
         assert store.read_events(AGENT, "old-done") == []
         assert [e.data for e in store.read_events(AGENT, "paused")] == [{"text": "paused"}]
 
+    def test_threads_appending_messages_to_one_session_lose_nothing(self, store):
+        """Two drivers in one process race as two processes do (SharedStoreContract holds those)."""
+
+        def work(name):
+            for i in range(50):
+                store.append(AGENT, "s", [user(f"{name}-{i}")])
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in "abcd"]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        stored = store.history(AGENT, "s")
+        seqs = [m.seq for m in stored]
+        assert len(seqs) == 200 and seqs == sorted(set(seqs))
+        for name in "abcd":  # each writer's messages in the order it sent them
+            assert [c for c in contents(stored) if c.startswith(f"{name}-")] == [f"{name}-{i}" for i in range(50)]
+
     def test_threads_appending_events_to_one_run_share_no_id(self, store):
         def work(name):
             for i in range(25):

@@ -6,6 +6,7 @@ Their model traffic comes from cassettes/handwritten/ (answers by cassettes/scri
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -64,4 +65,32 @@ def tool_agent(router: MemoryRouter | None = None, ledger: Path | None = None, n
         memory_router=router,
         agent_config=agent_config or None,
         local_tools=counting_tools(ledger),
+    )
+
+
+def gated_tools(gate: threading.Event, ledger: Path | None = None) -> ToolRegistry:
+    """:func:`counting_tools` and ``wait``, which returns once ``gate`` is set: a run held inside a tool."""
+    tools = counting_tools(ledger)
+
+    @tools.register_tool()
+    def wait() -> str:
+        """Waits until the test lets it go."""
+        assert gate.wait(20), "the test never opened the gate"
+        return "waited"
+
+    return tools
+
+
+def gated_agent(
+    name: str, model_url: str, router: MemoryRouter | None, gate: threading.Event, ledger: Path | None = None, **agent_config: Any
+) -> OmniCoreAgent:
+    """An agent with :func:`gated_tools` on the scripted model at ``model_url`` (what the served tests run)."""
+    config = {"model": "gpt-5.4-mini", "base_url": model_url, "api_key": "test", "max_retries": 0}
+    return OmniCoreAgent(
+        name=name,
+        system_instruction=SYSTEM,
+        model_config=config,
+        memory_router=router,
+        local_tools=gated_tools(gate, ledger),
+        agent_config=agent_config or None,
     )

@@ -123,9 +123,10 @@ def test_a_killed_run_is_resumed_on_a_shared_server(backend, agent_name, tmp_pat
         forget_agent(kind, find_url(), agent_name)
 
 
-def _crash_and_resume(store, agent_name, tmp_path):
-    ledger = tmp_path / "ledger"
-    victim = worker(store, agent_name, ledger, "start", CRASH, "handwritten/crash_resume.yaml", env={"HANG": "1", "LEASE": "2"}, wait=False)
+def _victim_inside_its_second_tool(store, agent_name, ledger, env):
+    """A worker process running CRASH, returned once its first tool's result is stored and it
+    hangs inside the second (``env`` has HANG=1)."""
+    victim = worker(store, agent_name, ledger, "start", CRASH, "handwritten/crash_resume.yaml", env=env, wait=False)
     deadline = time.monotonic() + 60
     while lines(ledger) != ["lookup Paris"]:
         assert time.monotonic() < deadline and victim.poll() is None, victim.stderr.read() if victim.poll() is not None else "timeout"
@@ -136,6 +137,14 @@ def _crash_and_resume(store, agent_name, tmp_path):
         while not any(m["role"] == "tool" for m in agent.get_session_history("durable")):
             assert time.monotonic() < deadline
             time.sleep(0.05)
+    return victim
+
+
+def _crash_and_resume(store, agent_name, tmp_path):
+    ledger = tmp_path / "ledger"
+    victim = _victim_inside_its_second_tool(store, agent_name, ledger, {"HANG": "1", "LEASE": "2"})
+    with MemoryRouter(store[0], url=store[1]) as router:
+        agent = tool_agent(router, name=agent_name)
         os.kill(victim.pid, signal.SIGKILL)
         victim.communicate(timeout=30)
         [running] = agent.list_runs(status="running")
@@ -162,17 +171,9 @@ def test_a_busy_session_is_refused_across_processes_and_a_killed_run_is_closed_b
     from helpers.fake_http import completion, install
 
     ledger = tmp_path / "ledger"
-    victim = worker(store, agent_name, ledger, "start", CRASH, "handwritten/crash_resume.yaml", env={"HANG": "1"}, wait=False)
-    deadline = time.monotonic() + 60
-    while lines(ledger) != ["lookup Paris"]:
-        assert time.monotonic() < deadline and victim.poll() is None, victim.stderr.read() if victim.poll() is not None else "timeout"
-        time.sleep(0.1)
+    victim = _victim_inside_its_second_tool(store, agent_name, ledger, {"HANG": "1"})
     with MemoryRouter(store[0], url=store[1]) as router:
         agent = tool_agent(router, name=agent_name)
-        deadline = time.monotonic() + 30
-        while not any(m["role"] == "tool" for m in agent.get_session_history("durable")):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
         refused = worker(store, agent_name, ledger, "start", "hello", "handwritten/crash_resume.yaml", env={"ON_BUSY": "raise"})
         assert refused["error"] == "SessionBusyError" and "is running in it" in refused["message"]
         os.kill(victim.pid, signal.SIGKILL)

@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 from helpers.serve_servers import scripted_model_server, uvicorn_server
-from helpers.tool_agents import SYSTEM, counting_tools
+from helpers.tool_agents import SYSTEM, gated_agent
 
 from omnisync import MemoryRouter, OmniCoreAgent
 from omnisync.errors import ConfigurationError, StoreError
@@ -28,17 +28,8 @@ def model_url():
         yield url
 
 
-def make_agent(name: str, model_url: str, router: MemoryRouter) -> OmniCoreAgent:
-    tools = counting_tools()
-
-    @tools.register_tool()
-    def wait() -> str:
-        """Waits until the test lets it go."""
-        assert GATE.wait(20), "the test never opened the gate"
-        return "waited"
-
-    config = {"model": "gpt-5.4-mini", "base_url": model_url, "api_key": "test", "max_retries": 0}
-    return OmniCoreAgent(name=name, system_instruction=SYSTEM, model_config=config, memory_router=router, local_tools=tools)
+def make_agent(name: str, model_url: str, router: MemoryRouter | None) -> OmniCoreAgent:
+    return gated_agent(name, model_url, router, GATE)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import requests
 from helpers.backend_routers import BACKENDS, open_router
 from helpers.openapi import OpenAPI
 from helpers.serve_servers import scripted_model, scripted_model_server, uvicorn_server
-from helpers.tool_agents import SYSTEM, counting_tools
+from helpers.tool_agents import gated_agent
 
 from omnisync import MemoryRouter, OmniCoreAgent
 from omnisync.serve import create_app
@@ -51,17 +51,8 @@ def sent(monkeypatch):
     return bodies
 
 
-def make_agent(name: str, model_url: str, router: MemoryRouter) -> OmniCoreAgent:
-    tools = counting_tools()
-
-    @tools.register_tool()
-    def wait() -> str:
-        """Waits until the test lets it go."""
-        assert GATE.wait(20), "the test never opened the gate"
-        return "waited"
-
-    config = {"model": "gpt-5.4-mini", "base_url": model_url, "api_key": "test", "max_retries": 0}
-    return OmniCoreAgent(name=name, system_instruction=SYSTEM, model_config=config, memory_router=router, local_tools=tools)
+def make_agent(name: str, model_url: str, router: MemoryRouter | None) -> OmniCoreAgent:
+    return gated_agent(name, model_url, router, GATE)
 
 
 class Served:

@@ -16,25 +16,13 @@ import pytest
 import requests
 from helpers.browser import CHROMIUM, TIMEOUT_MS, browser_or_skip
 from helpers.serve_servers import scripted_model_server, uvicorn_server
-from helpers.tool_agents import SYSTEM, counting_tools
+from helpers.tool_agents import gated_agent
 
-from omnisync import MemoryRouter, OmniCoreAgent
+from omnisync import MemoryRouter
 from omnisync.serve import create_app
 
 TOKEN = "page-token-0123456789abcdef"
 GATE = threading.Event()  # the "wait" tool returns once it is set
-
-
-def gated_tools(ledger):
-    tools = counting_tools(ledger)
-
-    @tools.register_tool()
-    def wait() -> str:
-        """Waits until the test lets it go."""
-        assert GATE.wait(20), "the test never opened the gate"
-        return "waited"
-
-    return tools
 
 
 @pytest.fixture
@@ -45,11 +33,8 @@ def served(tmp_path):
     ledger.touch()
     router = MemoryRouter("in_memory")
     with scripted_model_server() as model_url:
-        config = {"model": "gpt-5.4-mini", "base_url": model_url, "api_key": "test", "max_retries": 0}
         agents = {
-            name: OmniCoreAgent(
-                name=name, system_instruction=SYSTEM, model_config=config, memory_router=router, local_tools=gated_tools(ledger), agent_config=agent_config
-            )
+            name: gated_agent(name, model_url, router, GATE, ledger, **agent_config)
             for name, agent_config in (("assistant", {}), ("frugal", {"budget": {"max_tool_calls": 1}}))
         }
         GATE.clear()

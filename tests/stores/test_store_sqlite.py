@@ -111,19 +111,6 @@ class TestSQLiteInMemoryStore(StoreContract):
     def store(self, memory_store):
         return memory_store
 
-    def test_threads_share_one_in_memory_database(self, store):
-        def work(name):
-            for i in range(100):
-                store.append(AGENT, "s", [user(f"{name}-{i}")])
-
-        threads = [threading.Thread(target=work, args=(n,)) for n in "abcd"]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        seqs = [m.seq for m in store.history(AGENT, "s")]
-        assert len(seqs) == 400 and seqs == sorted(set(seqs))
-
 
 def test_a_sqlite_url_opens_the_sqlite_path(sqlite_url):
     from omnisync.stores.registry import KINDS
