@@ -61,3 +61,16 @@ def uvicorn_server(app: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(30)
         sock.close()
+
+
+@contextmanager
+def local_or_remote(local: Any, how: str) -> Iterator[Any]:
+    """``local`` itself (``how`` "local"), or a RemoteAgent of it served by ``omnisync serve``'s app ("remote")."""
+    if how == "local":
+        yield local
+        return
+    from omnisync.remote import RemoteAgent
+    from omnisync.serve import create_app
+
+    with uvicorn_server(create_app(local)) as base, RemoteAgent(base, agent=local.name) as remote:
+        yield remote

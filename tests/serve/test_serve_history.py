@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 import requests
-from helpers.serve_servers import scripted_model_server, uvicorn_server
+from helpers.serve_servers import local_or_remote, scripted_model_server, uvicorn_server
 from helpers.tool_agents import SYSTEM, counting_tools
 
 from omnisync import OmniCoreAgent
 from omnisync.errors import ConfigurationError
-from omnisync.remote import RemoteAgent
 from omnisync.serve import create_app
 
 
@@ -27,11 +26,8 @@ def agent(request, model_url):
         model_config={"model": "gpt-5.4-mini", "base_url": model_url, "api_key": "test", "max_retries": 0},
         local_tools=counting_tools(),
     )
-    if request.param == "local":
-        yield local
-    else:
-        with uvicorn_server(create_app(local)) as base, RemoteAgent(base, agent="assistant") as remote:
-            yield remote
+    with local_or_remote(local, request.param) as agent:
+        yield agent
     local.cleanup()
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 import pytest
-from helpers.serve_servers import scripted_model_server, uvicorn_server
+from helpers.serve_servers import local_or_remote, scripted_model_server, uvicorn_server
 from helpers.tool_agents import SYSTEM, counting_tools
 
 from omnisync import OmniCoreAgent, aio
@@ -59,11 +59,8 @@ def make_agent(model_url: str) -> OmniCoreAgent:
 @pytest.fixture(params=["local", "remote"])
 def agent(request, model_url):
     local = make_agent(model_url)
-    if request.param == "local":
-        yield local
-    else:
-        with uvicorn_server(create_app(local)) as base, RemoteAgent(base, agent="assistant") as remote:
-            yield remote
+    with local_or_remote(local, request.param) as agent:
+        yield agent
     local.cleanup()
 
 
